@@ -1,0 +1,7 @@
+/* cmd.h - subcommands of the meshscaler tool; each returns an exit code. */
+#ifndef MESHSCALER_CMD_H
+#define MESHSCALER_CMD_H
+
+int ms_cmd_decide(int argc, char **argv);
+
+#endif

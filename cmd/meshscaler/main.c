@@ -1,0 +1,46 @@
+/*
+ * main.c - the meshscaler command: pick the subcommand, hand over.
+ * Exit codes: 0 success, 1 runtime failure, 2 usage or invalid input.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "meshscaler/version.h"
+
+static const char usage[] =
+    "Usage: meshscaler <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  decide [-f FILE] [-o json|text]   run the decision engine over a scenario\n"
+    "                                    (stdin when no file) and print each tick\n"
+    "  version                           print the version\n"
+    "  help                              print this help\n"
+    "\n"
+    "A scenario is JSON: {\"spec\": <MeshAutoscaler spec>, \"state\": {...},\n"
+    "\"ticks\": [...]}; see README.md and docs/decide.md.\n";
+
+static void print_usage(FILE *to) { fputs(usage, to); }
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+
+    if (cmd == NULL) {
+        print_usage(stderr);
+        return 2;
+    }
+    if (strcmp(cmd, "decide") == 0)
+        return ms_cmd_decide(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("meshscaler %s\n", ms_version());
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "meshscaler: unknown command \"%s\"\n\n", cmd);
+    print_usage(stderr);
+    return 2;
+}

@@ -1,0 +1,34 @@
+/*
+ * buf.h - a growable byte buffer with a hard size cap (curl's dynbuf idea):
+ * everything read from outside goes into one of these, so no input can
+ * make meshscaler allocate without bound.
+ *
+ * Caller-provided storage: ms_buf_init() it, ms_buf_cleanup() it. The buffer
+ * owns `data`, which is always NUL-terminated once anything was appended.
+ * Not thread-safe per buffer.
+ */
+#ifndef MESHSCALER_BUF_H
+#define MESHSCALER_BUF_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "meshscaler/error.h"
+
+typedef struct {
+    char *data; /* owned; NULL until the first append */
+    size_t len;
+    size_t cap;
+    size_t max; /* len never exceeds this */
+} ms_buf_t;
+
+void ms_buf_init(ms_buf_t *b, size_t max);
+/* Append n bytes. MS_ERR_TOOLARGE (buffer unchanged) past max; MS_ERR_NOMEM. */
+ms_err_t ms_buf_append(ms_buf_t *b, const void *data, size_t n);
+/* Append everything f yields until EOF. MS_ERR_IO on a read error,
+ * MS_ERR_TOOLARGE past max (the buffer then holds a truncated prefix). */
+ms_err_t ms_buf_read_stream(ms_buf_t *b, FILE *f);
+/* Free data and reset to empty (max kept). NULL does nothing. */
+void ms_buf_cleanup(ms_buf_t *b);
+
+#endif

@@ -1,0 +1,174 @@
+/*
+ * engine.h - the decision engine: one HPA-compatible decision per call
+ * (SPEC.md section 2), with meshscaler's saturation, retry-storm, fallback
+ * and downstream rules on top.
+ *
+ * Pure: no I/O, no globals, no clock. Everything arrives as arguments,
+ * including `now` (seconds on any monotonic scale), so tests time-travel by
+ * passing a later `now`.
+ *
+ * Ownership: the caller owns every struct. ms_engine_memory_t is a fixed-size
+ * value (no heap, MS_ENGINE_MEMORY_BYTES at most) holding the
+ * recommendations and scale events of one object; old entries are reused in
+ * place as the HPA controller does, and when the fixed slots are all live the
+ * memory is compacted (see engine_memory.c) so it never grows.
+ *
+ * Thread safety: reentrant; one memory must not be used by two threads at once.
+ */
+#ifndef MESHSCALER_ENGINE_H
+#define MESHSCALER_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meshscaler/error.h"
+#include "meshscaler/spec.h"
+
+/* Decision reasons, with the sentence that explains each.
+ * X(name, sentence) */
+#define MS_REASON_MAP(X)                                                       \
+    X(DesiredWithinRange, "the desired count is within the acceptable range")  \
+    X(ScalingDisabled, "scaling is disabled since the replica count of the target is zero") \
+    X(AboveMaxReplicas, "the current replica count is above maxReplicas")      \
+    X(BelowMinReplicas, "the current replica count is below minReplicas")      \
+    X(MetricsUnavailable, "metrics are missing, so the replica count is held") \
+    X(Fallback, "every metric failed repeatedly, so the fallback replica count applies") \
+    X(ScaleUpLimit, "the desired replica count is increasing faster than the maximum scale rate") \
+    X(TooManyReplicas, "the desired replica count is more than the maximum replica count") \
+    X(ScaleDownLimit, "the desired replica count is decreasing faster than the maximum scale rate") \
+    X(TooFewReplicas, "the desired replica count is less than the minimum replica count") \
+    X(DownstreamLimit, "scaling out further would push a downstream limit past its allowed utilization")
+
+typedef enum {
+#define MS__REASON_ENUM(name, sentence) MS_REASON_##name,
+    MS_REASON_MAP(MS__REASON_ENUM)
+#undef MS__REASON_ENUM
+        MS_REASON__COUNT
+} ms_reason_t;
+
+/* "ScaleUpLimit"; static, never NULL. */
+const char *ms_reason_name(ms_reason_t reason);
+/* The explaining sentence; static, never NULL. */
+const char *ms_reason_sentence(ms_reason_t reason);
+/* Reason called name, or -1. */
+int ms_reason_from_name(const char *name);
+
+#define MS_ENGINE_MAX_RECOMMENDATIONS 32
+#define MS_ENGINE_MAX_EVENTS 16
+
+/* The engine's memory for one object. Zero-initialise it (or use
+ * ms_engine_memory_init) for a new object. Entries are unordered, as in HPA. */
+typedef struct {
+    double rec_time[MS_ENGINE_MAX_RECOMMENDATIONS];
+    int32_t rec_replicas[MS_ENGINE_MAX_RECOMMENDATIONS];
+    double event_time[MS_ENGINE_MAX_EVENTS];
+    int32_t event_change[MS_ENGINE_MAX_EVENTS]; /* signed replica change */
+    uint32_t failures;                          /* consecutive all-missing ticks */
+    uint8_t nrecs;
+    uint8_t nevents;
+} ms_engine_memory_t;
+
+#define MS_ENGINE_MEMORY_BYTES sizeof(ms_engine_memory_t)
+
+void ms_engine_memory_init(ms_engine_memory_t *mem);
+
+/* Add a recommendation or a scale event to the memory as if recorded at
+ * `now` (used to restore memory, e.g. from a scenario's state or an object's
+ * status). Compacts when full, exactly like a decision does. */
+void ms_engine_memory_add_recommendation(ms_engine_memory_t *mem,
+                                         const ms_spec_t *spec, double now,
+                                         double time, int32_t replicas);
+void ms_engine_memory_add_event(ms_engine_memory_t *mem, const ms_spec_t *spec,
+                                double now, double time, int32_t change);
+
+/* An observed number, or missing. */
+typedef struct {
+    bool present;
+    double value;
+} ms_sample_t;
+
+typedef struct {
+    ms_sample_t usage;
+    ms_sample_t limit; /* missing: the spec's static limit, if any */
+} ms_downstream_obs_t;
+
+typedef struct {
+    ms_sample_t admitted;
+    ms_sample_t rejected;
+} ms_saturation_obs_t;
+
+/* Everything one decision observes. Arrays are indexed like the spec's. */
+typedef struct {
+    double now;
+    int32_t current_replicas; /* scale spec.replicas, >= 0 */
+    int32_t ready_replicas;   /* >= 0; use current_replicas when unknown */
+    ms_sample_t metrics[MS_MAX_METRICS];
+    ms_downstream_obs_t downstreams[MS_MAX_DOWNSTREAMS];
+    ms_sample_t retry_share;
+    ms_saturation_obs_t saturation[MS_MAX_METRICS];
+} ms_observation_t;
+
+/* Zero every sample (all missing), now 0, replicas 0. */
+void ms_observation_init(ms_observation_t *obs);
+
+typedef struct {
+    ms_sample_t value;     /* as observed */
+    ms_sample_t effective; /* after saturation and retry-storm corrections */
+    bool has_replicas;     /* false when missing or not evaluated */
+    int32_t replicas;      /* what this metric asks for */
+    double ratio;          /* effective / target (per replica for AverageValue) */
+    bool saturation_applied;
+    bool retry_discount_applied;
+} ms_metric_result_t;
+
+typedef struct {
+    bool observed; /* usage and a limit were known */
+    int32_t allowed;
+    bool bound; /* this downstream set the cap that bound */
+} ms_downstream_result_t;
+
+/* One decision. Plain data; nothing to free. */
+typedef struct {
+    int32_t current_replicas;
+    int32_t ready_replicas;
+    int32_t desired_replicas;
+    ms_reason_t reason;
+
+    bool has_recommendation;  /* step 5 recorded one */
+    int32_t recommendation;   /* pre-stabilization, as recorded */
+    int32_t stabilized_value; /* after step 5 */
+    bool stabilized;          /* step 5 changed the recommendation */
+    int32_t rate_limited_value;
+    ms_reason_t rate_reason; /* step 6: ScaleUpLimit ... DesiredWithinRange */
+    bool downstream_bound;
+    int32_t downstream_cap; /* valid when downstream_bound */
+
+    bool fallback_used;
+    bool retry_storm;       /* retryShare above the threshold */
+    bool held_by_storm;     /* a smaller recommendation was held at current */
+    bool saturated;         /* a saturation correction raised some metric */
+    size_t metrics_missing; /* how many metrics had no value */
+    uint32_t failures;      /* consecutive all-missing ticks after this one */
+    bool scaled;            /* desired != current: a scale event was stored */
+
+    size_t nmetrics;
+    ms_metric_result_t metrics[MS_MAX_METRICS];
+    size_t ndownstreams;
+    ms_downstream_result_t downstreams[MS_MAX_DOWNSTREAMS];
+} ms_decision_t;
+
+/* Decide once. spec must be valid (ms_spec_validate); obs->now must not be
+ * earlier than any time already in mem.
+ * On success returns MS_OK, fills *out and updates *mem (recommendation,
+ * scale event, failure count). Returns MS_ERR_INVALID, leaving *mem and *out
+ * untouched, when obs has negative replica counts or a non-finite now. */
+ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
+                          const ms_observation_t *obs, ms_decision_t *out);
+
+/* Explain a decision in one line of readable sentences into buf (always
+ * NUL-terminated when len > 0). Returns the length it needed, like snprintf. */
+size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d,
+                           char *buf, size_t len);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * scenario.c - read and validate a decide scenario (SPEC.md section 3).
+ *
+ * Keys the contract names are type- and range-checked; other keys are
+ * ignored (a top-level "about", comments in ticks). Names inside ticks
+ * (metrics, downstreams, saturation entries) must be declared in the spec,
+ * so a typo is an error rather than a silently missing metric.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "meshscaler/spec_json.h"
+#include "scenario.h"
+
+static const cJSON *child(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+/* A number or null (null/absent leaves *s missing). */
+static ms_err_t read_sample(const cJSON *item, ms_jpath_t *p, double min, ms_sample_t *s,
+                            char *errbuf, size_t errlen)
+{
+    double v = 0;
+    ms_err_t err;
+
+    if (ms_json_is_absent(item)) {
+        s->present = false;
+        return MS_OK;
+    }
+    if ((err = ms_json_number(item, p, &v, errbuf, errlen)) != MS_OK)
+        return err;
+    if (v < min)
+        return ms_jpath_errf(p, errbuf, errlen, "must be at least %g", min);
+    *s = (ms_sample_t){true, v};
+    return MS_OK;
+}
+
+static ms_err_t read_tick_metrics(const ms__scenario_t *sc, const cJSON *m, ms_jpath_t *p,
+                                  ms__tick_t *t, char *errbuf, size_t errlen)
+{
+    const cJSON *it;
+    ms_err_t err = ms_json_object(m, p, errbuf, errlen);
+
+    if (err != MS_OK)
+        return err;
+    cJSON_ArrayForEach(it, m) {
+        size_t saved = ms_jpath_push_key(p, it->string);
+        int i = ms_spec_metric_index(&sc->spec, it->string);
+
+        if (i < 0)
+            return ms_jpath_errf(p, errbuf, errlen, "metric not declared in spec.metrics");
+        /* Metric values may be negative (user PromQL can return them). */
+        if ((err = read_sample(it, p, -INFINITY, &t->obs.metrics[i], errbuf, errlen)) != MS_OK)
+            return err;
+        ms_jpath_pop(p, saved);
+    }
+    return MS_OK;
+}
+
+static ms_err_t read_downstream_signals(const ms__scenario_t *sc, const cJSON *obj, ms_jpath_t *p,
+                                        ms__tick_t *t, char *errbuf, size_t errlen)
+{
+    const cJSON *it;
+    ms_err_t err = ms_json_object(obj, p, errbuf, errlen);
+
+    if (err != MS_OK)
+        return err;
+    cJSON_ArrayForEach(it, obj) {
+        size_t saved = ms_jpath_push_key(p, it->string);
+        int i = ms_spec_downstream_index(&sc->spec, it->string);
+        ms_downstream_obs_t *o;
+        size_t at;
+
+        if (i < 0)
+            return ms_jpath_errf(p, errbuf, errlen, "downstream not declared in spec.guardrails.downstream");
+        if (ms_json_is_absent(it)) {
+            ms_jpath_pop(p, saved);
+            continue;
+        }
+        if ((err = ms_json_object(it, p, errbuf, errlen)) != MS_OK)
+            return err;
+        o = &t->obs.downstreams[i];
+        at = ms_jpath_push_key(p, "usage");
+        if ((err = read_sample(child(it, "usage"), p, 0, &o->usage, errbuf, errlen)) != MS_OK)
+            return err;
+        ms_jpath_pop(p, at);
+        at = ms_jpath_push_key(p, "limit");
+        if ((err = read_sample(child(it, "limit"), p, 0, &o->limit, errbuf, errlen)) != MS_OK)
+            return err;
+        if (o->limit.present && !(o->limit.value > 0))
+            return ms_jpath_errf(p, errbuf, errlen, "must be greater than 0");
+        ms_jpath_pop(p, saved);
+    }
+    return MS_OK;
+}
+
+static ms_err_t read_saturation_signals(const ms__scenario_t *sc, const cJSON *obj, ms_jpath_t *p,
+                                        ms__tick_t *t, char *errbuf, size_t errlen)
+{
+    const cJSON *it;
+    ms_err_t err = ms_json_object(obj, p, errbuf, errlen);
+
+    if (err != MS_OK)
+        return err;
+    cJSON_ArrayForEach(it, obj) {
+        size_t saved = ms_jpath_push_key(p, it->string);
+        int i = ms_spec_metric_index(&sc->spec, it->string);
+        ms_saturation_obs_t *o;
+        size_t at;
+
+        if (i < 0 || !sc->spec.saturation[i].enabled)
+            return ms_jpath_errf(p, errbuf, errlen, "metric not declared in spec.guardrails.saturation");
+        if (ms_json_is_absent(it)) {
+            ms_jpath_pop(p, saved);
+            continue;
+        }
+        if ((err = ms_json_object(it, p, errbuf, errlen)) != MS_OK)
+            return err;
+        o = &t->obs.saturation[i];
+        at = ms_jpath_push_key(p, "admitted");
+        if ((err = read_sample(child(it, "admitted"), p, 0, &o->admitted, errbuf, errlen)) != MS_OK)
+            return err;
+        ms_jpath_pop(p, at);
+        ms_jpath_push_key(p, "rejected");
+        if ((err = read_sample(child(it, "rejected"), p, 0, &o->rejected, errbuf, errlen)) != MS_OK)
+            return err;
+        ms_jpath_pop(p, saved);
+    }
+    return MS_OK;
+}
+
+static ms_err_t read_signals(const ms__scenario_t *sc, const cJSON *s, ms_jpath_t *p, ms__tick_t *t,
+                             char *errbuf, size_t errlen)
+{
+    const cJSON *item;
+    ms_err_t err = ms_json_object(s, p, errbuf, errlen);
+    size_t saved;
+
+    if (err != MS_OK)
+        return err;
+    if (!ms_json_is_absent(item = child(s, "downstream"))) {
+        saved = ms_jpath_push_key(p, "downstream");
+        if ((err = read_downstream_signals(sc, item, p, t, errbuf, errlen)) != MS_OK)
+            return err;
+        ms_jpath_pop(p, saved);
+    }
+    saved = ms_jpath_push_key(p, "retryShare");
+    if ((err = read_sample(child(s, "retryShare"), p, 0, &t->obs.retry_share, errbuf, errlen)) != MS_OK)
+        return err;
+    if (t->obs.retry_share.present && t->obs.retry_share.value > 1)
+        return ms_jpath_errf(p, errbuf, errlen, "must be at most 1 (a share of attempts)");
+    ms_jpath_pop(p, saved);
+    if (!ms_json_is_absent(item = child(s, "saturation"))) {
+        saved = ms_jpath_push_key(p, "saturation");
+        if ((err = read_saturation_signals(sc, item, p, t, errbuf, errlen)) != MS_OK)
+            return err;
+        ms_jpath_pop(p, saved);
+    }
+    return MS_OK;
+}
+
+ms_err_t ms__tick_read(const ms__scenario_t *sc, const cJSON *item, size_t index, double prev_time,
+                       ms__tick_t *t, char *errbuf, size_t errlen)
+{
+    ms_jpath_t path, *p = &path;
+    const cJSON *field;
+    ms_err_t err;
+    size_t saved;
+
+    memset(t, 0, sizeof *t);
+    ms_jpath_init(p, "ticks");
+    ms_jpath_push_index(p, index);
+    if ((err = ms_json_object(item, p, errbuf, errlen)) != MS_OK)
+        return err;
+
+    saved = ms_jpath_push_key(p, "time");
+    if (ms_json_is_absent(field = child(item, "time")))
+        return ms_jpath_errf(p, errbuf, errlen, "required");
+    if ((err = ms_json_number(field, p, &t->time, errbuf, errlen)) != MS_OK)
+        return err;
+    if (t->time < prev_time)
+        return ms_jpath_errf(p, errbuf, errlen, "%g is earlier than the previous tick's %g",
+                             t->time, prev_time);
+    ms_jpath_pop(p, saved);
+
+    saved = ms_jpath_push_key(p, "currentReplicas");
+    if (!ms_json_is_absent(field = child(item, "currentReplicas"))) {
+        if ((err = ms_json_int32(field, p, 0, INT32_MAX, &t->current, errbuf, errlen)) != MS_OK)
+            return err;
+        t->has_current = true;
+    } else if (index == 0) {
+        return ms_jpath_errf(p, errbuf, errlen, "required on the first tick");
+    }
+    ms_jpath_pop(p, saved);
+
+    saved = ms_jpath_push_key(p, "readyReplicas");
+    if (!ms_json_is_absent(field = child(item, "readyReplicas"))) {
+        if ((err = ms_json_int32(field, p, 0, INT32_MAX, &t->ready, errbuf, errlen)) != MS_OK)
+            return err;
+        t->has_ready = true;
+    }
+    ms_jpath_pop(p, saved);
+
+    if (!ms_json_is_absent(field = child(item, "metrics"))) {
+        saved = ms_jpath_push_key(p, "metrics");
+        if ((err = read_tick_metrics(sc, field, p, t, errbuf, errlen)) != MS_OK)
+            return err;
+        ms_jpath_pop(p, saved);
+    }
+    if (!ms_json_is_absent(field = child(item, "signals"))) {
+        ms_jpath_push_key(p, "signals");
+        if ((err = read_signals(sc, field, p, t, errbuf, errlen)) != MS_OK)
+            return err;
+    }
+    return MS_OK;
+}
+
+/* One state entry: {"time": t, <key>: integer}. */
+static ms_err_t read_entry(const cJSON *e, ms_jpath_t *p, const char *key, int32_t min,
+                           double *time, int32_t *value, char *errbuf, size_t errlen)
+{
+    ms_err_t err = ms_json_object(e, p, errbuf, errlen);
+    size_t saved;
+
+    if (err != MS_OK)
+        return err;
+    saved = ms_jpath_push_key(p, "time");
+    if (ms_json_is_absent(child(e, "time")))
+        return ms_jpath_errf(p, errbuf, errlen, "required");
+    if ((err = ms_json_number(child(e, "time"), p, time, errbuf, errlen)) != MS_OK)
+        return err;
+    ms_jpath_pop(p, saved);
+    ms_jpath_push_key(p, key);
+    if (ms_json_is_absent(child(e, key)))
+        return ms_jpath_errf(p, errbuf, errlen, "required");
+    if ((err = ms_json_int32(child(e, key), p, min, INT32_MAX, value, errbuf, errlen)) != MS_OK)
+        return err;
+    ms_jpath_pop(p, saved);
+    return MS_OK;
+}
+
+static ms_err_t read_state_list(ms__scenario_t *sc, const cJSON *state, ms_jpath_t *p,
+                                const char *list, const char *key, int32_t min, char *errbuf,
+                                size_t errlen)
+{
+    const cJSON *arr = child(state, list), *e;
+    size_t saved, n = 0;
+    ms_err_t err;
+
+    if (ms_json_is_absent(arr))
+        return MS_OK;
+    saved = ms_jpath_push_key(p, list);
+    if ((err = ms_json_array(arr, p, errbuf, errlen)) != MS_OK)
+        return err;
+    cJSON_ArrayForEach(e, arr) {
+        size_t at = ms_jpath_push_index(p, n++);
+        double time = 0;
+        int32_t value = 0;
+
+        if ((err = read_entry(e, p, key, min, &time, &value, errbuf, errlen)) != MS_OK)
+            return err;
+        if (time > sc->first_time) {
+            ms_jpath_push_key(p, "time");
+            return ms_jpath_errf(p, errbuf, errlen, "%g is after the first tick's time %g", time,
+                                 sc->first_time);
+        }
+        if (strcmp(list, "recommendations") == 0)
+            ms_engine_memory_add_recommendation(&sc->memory, &sc->spec, sc->first_time, time, value);
+        else
+            ms_engine_memory_add_event(&sc->memory, &sc->spec, sc->first_time, time, value);
+        ms_jpath_pop(p, at);
+    }
+    ms_jpath_pop(p, saved);
+    return MS_OK;
+}
+
+static ms_err_t read_state(ms__scenario_t *sc, const cJSON *state, char *errbuf, size_t errlen)
+{
+    ms_jpath_t path, *p = &path;
+    ms_err_t err;
+    int32_t failures = 0;
+
+    ms_jpath_init(p, "state");
+    if ((err = ms_json_object(state, p, errbuf, errlen)) != MS_OK)
+        return err;
+    if ((err = read_state_list(sc, state, p, "recommendations", "replicas", 0, errbuf, errlen)) != MS_OK)
+        return err;
+    if ((err = read_state_list(sc, state, p, "scaleEvents", "change", INT32_MIN, errbuf, errlen)) != MS_OK)
+        return err;
+    if (!ms_json_is_absent(child(state, "failures"))) {
+        ms_jpath_push_key(p, "failures");
+        if ((err = ms_json_int32(child(state, "failures"), p, 0, INT32_MAX, &failures, errbuf, errlen)) != MS_OK)
+            return err;
+        sc->memory.failures = (uint32_t)failures;
+    }
+    return MS_OK;
+}
+
+static ms_err_t check_ticks(ms__scenario_t *sc, char *errbuf, size_t errlen)
+{
+    ms__tick_t tick;
+    const cJSON *it;
+    double prev = -INFINITY;
+    size_t i = 0;
+    ms_err_t err;
+
+    cJSON_ArrayForEach(it, sc->ticks) {
+        if ((err = ms__tick_read(sc, it, i++, prev, &tick, errbuf, errlen)) != MS_OK)
+            return err;
+        prev = tick.time;
+    }
+    return MS_OK;
+}
+
+ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, char *errbuf,
+                            size_t errlen)
+{
+    const char *end = NULL;
+    const cJSON *item;
+    ms_jpath_t path;
+    ms_err_t err = MS_OK;
+
+    memset(sc, 0, sizeof *sc);
+    ms_spec_init(&sc->spec);
+    ms_engine_memory_init(&sc->memory);
+    if (len > MS_DECIDE_MAX_INPUT_BYTES) {
+        err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "$: input is larger than %u bytes",
+                      MS_DECIDE_MAX_INPUT_BYTES);
+        goto out;
+    }
+    sc->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (sc->root == NULL) {
+        size_t line = 1, column = 1;
+        if (end != NULL)
+            ms_json_position(text, end, &line, &column);
+        err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "$: not valid JSON (at line %zu, column %zu)",
+                      line, column);
+        goto out;
+    }
+    ms_jpath_init(&path, "");
+    if ((err = ms_json_object(sc->root, &path, errbuf, errlen)) != MS_OK)
+        goto out;
+
+    ms_jpath_init(&path, "spec");
+    item = child(sc->root, "spec");
+    if (ms_json_is_absent(item)) {
+        err = ms_jpath_errf(&path, errbuf, errlen, "required");
+        goto out;
+    }
+    if ((err = ms_spec_from_json(item, &path, true, &sc->spec, errbuf, errlen)) != MS_OK)
+        goto out;
+
+    ms_jpath_init(&path, "ticks");
+    sc->ticks = child(sc->root, "ticks");
+    if (ms_json_is_absent(sc->ticks)) {
+        err = ms_jpath_errf(&path, errbuf, errlen, "required");
+        goto out;
+    }
+    if ((err = ms_json_array(sc->ticks, &path, errbuf, errlen)) != MS_OK)
+        goto out;
+    if (cJSON_GetArraySize(sc->ticks) == 0) {
+        err = ms_jpath_errf(&path, errbuf, errlen, "at least one tick is required");
+        goto out;
+    }
+    /* The first tick's time is needed to check and load the state. */
+    {
+        ms__tick_t first;
+        if ((err = ms__tick_read(sc, sc->ticks->child, 0, -INFINITY, &first, errbuf, errlen)) != MS_OK)
+            goto out;
+        sc->first_time = first.time;
+    }
+    item = child(sc->root, "state");
+    if (!ms_json_is_absent(item) && (err = read_state(sc, item, errbuf, errlen)) != MS_OK)
+        goto out;
+    err = check_ticks(sc, errbuf, errlen);
+out:
+    if (err != MS_OK)
+        ms__scenario_cleanup(sc);
+    return err;
+}
+
+void ms__scenario_cleanup(ms__scenario_t *sc)
+{
+    if (sc == NULL)
+        return;
+    cJSON_Delete(sc->root);
+    sc->root = NULL;
+    sc->ticks = NULL;
+    ms_spec_cleanup(&sc->spec);
+}

@@ -1,0 +1,49 @@
+/*
+ * scenario.h - the parsed form of a decide scenario. Internal to src/decide.
+ *
+ * The cJSON tree stays the source of truth for ticks: ticks are read one at
+ * a time into an observation, so a scenario of many ticks costs its JSON and
+ * one observation, not one observation per tick.
+ */
+#ifndef MESHSCALER_DECIDE_SCENARIO_H
+#define MESHSCALER_DECIDE_SCENARIO_H
+
+#include <cjson/cJSON.h>
+
+#include "meshscaler/engine.h"
+#include "meshscaler/json.h"
+#include "meshscaler/spec.h"
+#include "meshscaler/decide.h"
+
+typedef struct {
+    cJSON *root;         /* owned */
+    const cJSON *ticks;  /* borrowed from root */
+    ms_spec_t spec;      /* owned strings */
+    ms_engine_memory_t memory;
+    double first_time;   /* time of ticks[0] */
+} ms__scenario_t;
+
+/* One tick as read from the scenario. */
+typedef struct {
+    double time;
+    bool has_current;
+    int32_t current;
+    bool has_ready;
+    int32_t ready;
+    ms_observation_t obs; /* metrics and signals; now/replicas set by the runner */
+} ms__tick_t;
+
+/* Parse text into *sc: the spec, the state and a check of every tick.
+ * On failure returns MS_ERR_INVALID/MS_ERR_NOMEM with the message in errbuf
+ * and *sc holds nothing to free. On success free with ms__scenario_cleanup. */
+ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, char *errbuf,
+                            size_t errlen);
+void ms__scenario_cleanup(ms__scenario_t *sc);
+
+/* Read ticks[index] (an item of sc->ticks) into *tick. prev_time is the
+ * previous tick's time (or -inf). Validation already passed, so in the runner
+ * this cannot fail; it is also the validator. */
+ms_err_t ms__tick_read(const ms__scenario_t *sc, const cJSON *item, size_t index, double prev_time,
+                       ms__tick_t *tick, char *errbuf, size_t errlen);
+
+#endif

@@ -1,0 +1,274 @@
+/*
+ * engine.c - one decision, in the order of SPEC.md section 2.
+ *
+ * Formulas and rounding follow the HPA controller (replica_calculator.go,
+ * horizontal.go) so that a MeshAutoscaler with a plain metric behaves as an
+ * HPA would; the mesh rules (saturation, retry storms, fallback, downstream
+ * guardrails) are layered on at the steps the spec names.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+static const char *const reason_names[] = {
+#define MS__REASON_NAME(name, sentence) #name,
+    MS_REASON_MAP(MS__REASON_NAME)
+#undef MS__REASON_NAME
+};
+
+static const char *const reason_sentences[] = {
+#define MS__REASON_SENTENCE(name, sentence) sentence,
+    MS_REASON_MAP(MS__REASON_SENTENCE)
+#undef MS__REASON_SENTENCE
+};
+
+const char *ms_reason_name(ms_reason_t reason)
+{
+    return (unsigned)reason < MS_REASON__COUNT ? reason_names[reason] : "Unknown";
+}
+
+const char *ms_reason_sentence(ms_reason_t reason)
+{
+    return (unsigned)reason < MS_REASON__COUNT ? reason_sentences[reason] : "unknown reason";
+}
+
+int ms_reason_from_name(const char *name)
+{
+    for (int i = 0; i < MS_REASON__COUNT; i++)
+        if (strcmp(reason_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void ms_observation_init(ms_observation_t *obs) { memset(obs, 0, sizeof *obs); }
+
+static bool usable(ms_sample_t s) { return s.present && isfinite(s.value); }
+
+/* Step 2: the value the metric would read if the proxy were not saturated
+ * and clients were not retrying. */
+static void effective_value(const ms_spec_t *spec, const ms_observation_t *obs, size_t i,
+                            bool storm, ms_metric_result_t *m)
+{
+    double v = obs->metrics[i].value;
+
+    if (spec->saturation[i].enabled) {
+        ms_sample_t admitted = obs->saturation[i].admitted;
+        ms_sample_t rejected = obs->saturation[i].rejected;
+
+        if (usable(admitted) && usable(rejected) && admitted.value > 0 && rejected.value >= 0) {
+            v = v * (admitted.value + rejected.value) / admitted.value;
+            m->saturation_applied = rejected.value > 0;
+        }
+    }
+    if (storm) {
+        v = v * (1.0 - obs->retry_share.value);
+        m->retry_discount_applied = true;
+    }
+    m->effective = (ms_sample_t){true, v};
+}
+
+/* Step 3: replicas one metric asks for (HPA GetResourceReplicas and
+ * GetObjectMetricReplicas / GetExternalPerPodMetricReplicas). */
+static int32_t metric_replicas(const ms_metric_spec_t *ms, const ms_scaling_rules_t *up,
+                               const ms_scaling_rules_t *down, double v, int32_t current,
+                               int32_t ready, double *ratio_out)
+{
+    double ratio, ask;
+
+    switch (ms->target_type) {
+    case MS_TARGET_AVERAGE_VALUE:
+        ratio = v / (ms->target * current);
+        ask = ceil(v / ms->target);
+        break;
+    case MS_TARGET_VALUE:
+    case MS_TARGET_UTILIZATION:
+    default:
+        ratio = v / ms->target;
+        ask = ceil(ratio * ready);
+        break;
+    }
+    *ratio_out = ratio;
+    if (1.0 - down->tolerance <= ratio && ratio <= 1.0 + up->tolerance)
+        return current;
+    if (ask < 0)
+        ask = 0;
+    return ms__clamp_double(ask);
+}
+
+/* Step 7: the smallest replica count any observed downstream allows. */
+static void downstream_cap(const ms_spec_t *spec, const ms_observation_t *obs, int32_t current,
+                           ms_decision_t *d, int32_t *cap, int *binding)
+{
+    *cap = INT32_MAX;
+    *binding = -1;
+    d->ndownstreams = spec->ndownstreams;
+    for (size_t i = 0; i < spec->ndownstreams; i++) {
+        const ms_downstream_spec_t *ds = &spec->downstreams[i];
+        const ms_downstream_obs_t *o = &obs->downstreams[i];
+        ms_downstream_result_t *r = &d->downstreams[i];
+        double limit, headroom;
+        int64_t allowed;
+
+        memset(r, 0, sizeof *r);
+        if (usable(o->limit))
+            limit = o->limit.value;
+        else if (ds->has_limit)
+            limit = ds->limit;
+        else
+            continue;
+        if (!usable(o->usage))
+            continue;
+        r->observed = true;
+        headroom = floor((ds->max_utilization * limit - o->usage.value) / ds->per_replica);
+        allowed = (int64_t)current + ms__clamp_double(headroom);
+        if (allowed < current) /* a guardrail only refuses growth */
+            allowed = current;
+        r->allowed = ms__clamp_i64(allowed);
+        if (r->allowed < *cap) {
+            *cap = r->allowed;
+            *binding = (int)i;
+        }
+    }
+}
+
+/* Steps 1 and 4's early exits: the count stays or is forced, nothing more. */
+static void finish_early(ms_decision_t *d, int32_t desired, ms_reason_t reason)
+{
+    d->desired_replicas = desired;
+    d->stabilized_value = desired;
+    d->rate_limited_value = desired;
+    d->rate_reason = MS_REASON_DesiredWithinRange;
+    d->reason = reason;
+}
+
+ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
+                          const ms_observation_t *obs, ms_decision_t *out)
+{
+    ms_decision_t d;
+    const double now = obs->now;
+    const int32_t current = obs->current_replicas;
+    bool storm, any_valid = false;
+    int32_t recommendation = INT32_MIN, result, cap;
+    int binding;
+
+    if (current < 0 || obs->ready_replicas < 0 || !isfinite(now))
+        return MS_ERR_INVALID;
+
+    memset(&d, 0, sizeof d);
+    d.current_replicas = current;
+    d.ready_replicas = obs->ready_replicas;
+    d.nmetrics = spec->nmetrics;
+    d.failures = mem->failures;
+    for (size_t i = 0; i < spec->nmetrics; i++)
+        d.metrics[i].value = obs->metrics[i];
+
+    /* Step 0: a new (or forgetful) memory starts from the current count, so
+     * a restart never scales down inside the scale-down window. */
+    if (mem->nrecs == 0)
+        ms__memory_record(mem, spec, now, current);
+
+    /* Step 1. */
+    if (current == 0) {
+        finish_early(&d, 0, MS_REASON_ScalingDisabled);
+        goto out;
+    }
+    if (current > spec->max_replicas) {
+        finish_early(&d, spec->max_replicas, MS_REASON_AboveMaxReplicas);
+        goto store_event;
+    }
+    if (current < spec->min_replicas) {
+        finish_early(&d, spec->min_replicas, MS_REASON_BelowMinReplicas);
+        goto store_event;
+    }
+
+    /* Steps 2 and 3. */
+    storm = spec->retry_storm.enabled && usable(obs->retry_share) &&
+            obs->retry_share.value > spec->retry_storm.threshold;
+    d.retry_storm = storm;
+    for (size_t i = 0; i < spec->nmetrics; i++) {
+        ms_metric_result_t *m = &d.metrics[i];
+
+        if (!usable(obs->metrics[i])) {
+            d.metrics_missing++;
+            continue;
+        }
+        effective_value(spec, obs, i, storm, m);
+        m->replicas = metric_replicas(&spec->metrics[i], &spec->scale_up, &spec->scale_down,
+                                      m->effective.value, current, obs->ready_replicas,
+                                      &m->ratio);
+        m->has_replicas = true;
+        d.saturated = d.saturated || m->saturation_applied;
+        any_valid = true;
+        if (m->replicas > recommendation)
+            recommendation = m->replicas;
+    }
+
+    /* Step 4. */
+    if (!any_valid) {
+        if (mem->failures < UINT32_MAX)
+            mem->failures++;
+        d.failures = mem->failures;
+        if (!spec->fallback.enabled || mem->failures < (uint32_t)spec->fallback.failure_threshold) {
+            finish_early(&d, current, MS_REASON_MetricsUnavailable);
+            goto out;
+        }
+        recommendation = spec->fallback.replicas;
+        if (spec->fallback.mode == MS_FALLBACK_CURRENT_IF_HIGHER && current > recommendation)
+            recommendation = current;
+        d.fallback_used = true;
+    } else {
+        mem->failures = 0;
+        d.failures = 0;
+        if (d.metrics_missing > 0 && recommendation < current) {
+            finish_early(&d, current, MS_REASON_MetricsUnavailable);
+            goto out;
+        }
+    }
+    if (storm && recommendation < current) {
+        recommendation = current;
+        d.held_by_storm = true;
+    }
+
+    /* Step 5: limits come from the memory before this tick is recorded. */
+    result = ms__stabilize(mem, spec, now, current, recommendation);
+    ms__memory_record(mem, spec, now, recommendation);
+    d.has_recommendation = true;
+    d.recommendation = recommendation;
+    d.stabilized_value = result;
+    d.stabilized = result != recommendation;
+
+    /* Step 6. */
+    result = ms__apply_rate(mem, spec, now, current, result, &d.rate_reason);
+    d.rate_limited_value = result;
+
+    /* Step 7. */
+    downstream_cap(spec, obs, current, &d, &cap, &binding);
+    if (result > current && binding >= 0 && cap < result) {
+        result = cap;
+        d.downstream_bound = true;
+        d.downstream_cap = cap;
+        d.downstreams[binding].bound = true;
+    }
+
+    d.desired_replicas = result;
+    if (d.downstream_bound)
+        d.reason = MS_REASON_DownstreamLimit;
+    else if (d.rate_reason != MS_REASON_DesiredWithinRange)
+        d.reason = d.rate_reason;
+    else if (d.fallback_used)
+        d.reason = MS_REASON_Fallback;
+    else
+        d.reason = MS_REASON_DesiredWithinRange;
+
+store_event:
+    /* Step 8. */
+    if (d.desired_replicas != current) {
+        ms__memory_store_event(mem, spec, now,
+                               ms__clamp_i64((int64_t)d.desired_replicas - current));
+        d.scaled = true;
+    }
+out:
+    *out = d;
+    return MS_OK;
+}

@@ -1,0 +1,62 @@
+/* buf.c - capped growable buffer. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meshscaler/buf.h"
+
+void ms_buf_init(ms_buf_t *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+ms_err_t ms_buf_append(ms_buf_t *b, const void *data, size_t n)
+{
+    size_t need;
+
+    if (n > b->max - b->len)
+        return MS_ERR_TOOLARGE;
+    need = b->len + n + 1; /* room for the terminating NUL */
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        char *p;
+
+        while (cap < need)
+            cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+        p = realloc(b->data, cap);
+        if (p == NULL)
+            return MS_ERR_NOMEM;
+        b->data = p;
+        b->cap = cap;
+    }
+    if (n > 0)
+        memcpy(b->data + b->len, data, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return MS_OK;
+}
+
+ms_err_t ms_buf_read_stream(ms_buf_t *b, FILE *f)
+{
+    char chunk[65536];
+    size_t n;
+    ms_err_t err;
+
+    if ((err = ms_buf_append(b, "", 0)) != MS_OK) /* data is never NULL after this */
+        return err;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if ((err = ms_buf_append(b, chunk, n)) != MS_OK)
+            return err;
+    return ferror(f) ? MS_ERR_IO : MS_OK;
+}
+
+void ms_buf_cleanup(ms_buf_t *b)
+{
+    if (b == NULL)
+        return;
+    free(b->data);
+    ms_buf_init(b, b->max);
+}
