@@ -92,7 +92,8 @@ size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *
             put(&o, ", downstream %s allows only %d", spec->downstreams[i].name, (int)r->allowed);
     }
 done:
-    put(&o, "; desired %d (%s: %s)", (int)d->desired_replicas, ms_reason_name(d->reason),
-        ms_reason_sentence(d->reason));
+    put(&o, "; desired %d", (int)d->desired_replicas);
+    if (d->reason != MS_REASON_DesiredWithinRange)
+        put(&o, " (%s: %s)", ms_reason_name(d->reason), ms_reason_sentence(d->reason));
     return o.used;
 }

@@ -190,7 +190,7 @@ static ms_err_t check_string(const cJSON *item, const ms_jpath_t *p, size_t min_
 ms_err_t ms_json_strdup(const cJSON *item, const ms_jpath_t *p, size_t max_len, char **out,
                         char *errbuf, size_t errlen)
 {
-    size_t len;
+    size_t len = 0;
     char *copy;
     ms_err_t err = check_string(item, p, 1, max_len, &len, errbuf, errlen);
 
@@ -208,7 +208,7 @@ ms_err_t ms_json_strdup(const cJSON *item, const ms_jpath_t *p, size_t max_len, 
 ms_err_t ms_json_strcpy(const cJSON *item, const ms_jpath_t *p, char *buf, size_t cap,
                         char *errbuf, size_t errlen)
 {
-    size_t len;
+    size_t len = 0;
     ms_err_t err = check_string(item, p, 1, cap - 1, &len, errbuf, errlen);
 
     if (err != MS_OK)

@@ -1,1 +1,728 @@
-int main(void){return 0;}
+/*
+ * test_engine.c - every rule of SPEC.md section 2, one test per rule or edge,
+ * on plain structs and a time-travelling `now`.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "meshscaler/engine.h"
+
+/* A spec with one metric "m" and the default behavior. */
+static void spec_one(ms_spec_t *s, ms_target_type_t type, double target, int32_t min, int32_t max)
+{
+    ms_spec_init(s);
+    s->min_replicas = min;
+    s->max_replicas = max;
+    s->nmetrics = 1;
+    snprintf(s->metrics[0].name, sizeof s->metrics[0].name, "m");
+    s->metrics[0].source = MS_SOURCE_PROMETHEUS;
+    s->metrics[0].target_type = type;
+    s->metrics[0].target = target;
+}
+
+static ms_observation_t obs_at(double now, int32_t current, double value)
+{
+    ms_observation_t o;
+
+    ms_observation_init(&o);
+    o.now = now;
+    o.current_replicas = current;
+    o.ready_replicas = current;
+    o.metrics[0] = (ms_sample_t){true, value};
+    return o;
+}
+
+static ms_decision_t decide(const ms_spec_t *s, ms_engine_memory_t *mem, ms_observation_t o)
+{
+    ms_decision_t d;
+
+    assert_int_equal(ms_engine_decide(s, mem, &o, &d), MS_OK);
+    return d;
+}
+
+/* ---- step 3: formulas and tolerance ---- */
+
+static void tolerance_band_is_inclusive_at_both_edges(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 100, 1, 40);
+
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 110)).metrics[0].replicas, 10);
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 90)).metrics[0].replicas, 10);
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 111)).metrics[0].replicas, 12);
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 89)).metrics[0].replicas, 9);
+}
+
+static void tolerance_is_per_direction(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 100, 1, 40);
+    s.scale_up.tolerance = 0;
+    s.scale_down.tolerance = 0.5;
+
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 101)).metrics[0].replicas, 11);
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 50)).metrics[0].replicas, 10);
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 49)).metrics[0].replicas, 5);
+}
+
+static void utilization_and_value_scale_ready_replicas(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    (void)state;
+
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 140);
+    o.ready_replicas = 3; /* r = 2, ceil(2 * 3) */
+    assert_int_equal(decide(&s, &mem, o).metrics[0].replicas, 6);
+
+    spec_one(&s, MS_TARGET_VALUE, 100, 1, 40);
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 250);
+    o.ready_replicas = 5; /* surge: ready may exceed current */
+    assert_int_equal(decide(&s, &mem, o).metrics[0].replicas, 13);
+}
+
+static void average_value_divides_the_total(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_AVERAGE_VALUE, 100, 1, 40);
+
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_at(0, 4, 2000));
+    assert_int_equal(d.metrics[0].replicas, 20);
+    assert_true(d.metrics[0].ratio == 5.0);
+    /* 420 / (100 * 4) = 1.05: inside the band even though ceil(4.2) = 5 */
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 4, 420)).metrics[0].replicas, 4);
+}
+
+static void huge_values_saturate_instead_of_overflowing(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_AVERAGE_VALUE, 1e-9, 1, 40);
+    ms_engine_memory_init(&mem);
+
+    d = decide(&s, &mem, obs_at(0, 4, 1e300));
+    assert_int_equal(d.metrics[0].replicas, INT32_MAX);
+    assert_int_equal(d.desired_replicas, 8); /* still rate limited */
+}
+
+static void largest_ask_wins(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.nmetrics = 2;
+    s.metrics[1] = s.metrics[0];
+    snprintf(s.metrics[1].name, sizeof s.metrics[1].name, "n");
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 35);
+    o.metrics[1] = (ms_sample_t){true, 105};
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.recommendation, 6);
+}
+
+/* ---- step 1: out of range ---- */
+
+static void out_of_range_skips_the_rest(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 3, 10);
+
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_at(0, 0, 500));
+    assert_int_equal(d.desired_replicas, 0);
+    assert_int_equal(d.reason, MS_REASON_ScalingDisabled);
+    assert_false(d.has_recommendation);
+    assert_int_equal(mem.nevents, 0);
+
+    d = decide(&s, &mem, obs_at(15, 14, 70));
+    assert_int_equal(d.desired_replicas, 10);
+    assert_int_equal(d.reason, MS_REASON_AboveMaxReplicas);
+    assert_int_equal(mem.nevents, 1);
+    assert_int_equal(mem.event_change[0], -4);
+
+    d = decide(&s, &mem, obs_at(30, 1, 70));
+    assert_int_equal(d.desired_replicas, 3);
+    assert_int_equal(d.reason, MS_REASON_BelowMinReplicas);
+    assert_int_equal(mem.nevents, 2);
+    assert_int_equal(mem.nrecs, 1); /* only the initial recommendation */
+}
+
+/* ---- step 0: initial memory ---- */
+
+static void a_fresh_memory_never_scales_down_inside_the_window(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    ms_engine_memory_init(&mem); /* a restarted controller */
+
+    d = decide(&s, &mem, obs_at(1000, 10, 7));
+    assert_int_equal(d.recommendation, 1);
+    assert_int_equal(d.desired_replicas, 10);
+    assert_true(d.stabilized);
+    d = decide(&s, &mem, obs_at(1300, 10, 7)); /* 300 s later the window let go */
+    assert_int_equal(d.desired_replicas, 1);
+}
+
+/* ---- step 4: missing metrics, fallback, storm hold ---- */
+
+static void missing_metric_never_scales_down(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.nmetrics = 2;
+    s.metrics[1] = s.metrics[0];
+    snprintf(s.metrics[1].name, sizeof s.metrics[1].name, "n");
+    ms_engine_memory_init(&mem);
+
+    o = obs_at(0, 6, 10); /* asks 1, the other is missing */
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.reason, MS_REASON_MetricsUnavailable);
+    assert_int_equal(d.desired_replicas, 6);
+    assert_false(d.has_recommendation);
+    assert_int_equal(mem.nrecs, 1);
+    assert_int_equal(mem.failures, 0); /* one metric was valid */
+
+    o = obs_at(15, 6, 140); /* asks 12: a valid larger ask still scales */
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.desired_replicas, 12);
+    assert_int_equal(d.reason, MS_REASON_DesiredWithinRange);
+}
+
+static void fallback_counts_and_resets(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.fallback = (ms_fallback_spec_t){true, 2, 5, MS_FALLBACK_STATIC};
+    ms_engine_memory_init(&mem);
+
+    o = obs_at(0, 3, 0);
+    o.metrics[0].present = false;
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.reason, MS_REASON_MetricsUnavailable);
+    assert_int_equal(d.failures, 1);
+    o.now = 15;
+    d = decide(&s, &mem, o);
+    assert_true(d.fallback_used);
+    assert_int_equal(d.reason, MS_REASON_Fallback);
+    assert_int_equal(d.desired_replicas, 5);
+    assert_int_equal(d.failures, 2);
+
+    o = obs_at(30, 5, 70); /* one valid tick resets the count */
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.failures, 0);
+    assert_int_equal(mem.failures, 0);
+    o.metrics[0].present = false;
+    o.now = 45;
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.reason, MS_REASON_MetricsUnavailable);
+    assert_int_equal(d.failures, 1);
+}
+
+static void fallback_current_if_higher_keeps_a_larger_count(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.fallback = (ms_fallback_spec_t){true, 1, 5, MS_FALLBACK_CURRENT_IF_HIGHER};
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 9, 0);
+    o.metrics[0].present = false;
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.recommendation, 9);
+    assert_int_equal(d.desired_replicas, 9);
+
+    s.fallback.mode = MS_FALLBACK_STATIC; /* Static would shrink, after the window */
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.recommendation, 5);
+    assert_int_equal(d.desired_replicas, 9);
+}
+
+static void without_fallback_all_missing_holds_forever(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 7, 0);
+    o.metrics[0].present = false;
+    for (int i = 0; i < 50; i++) {
+        o.now = 15.0 * i;
+        d = decide(&s, &mem, o);
+        assert_int_equal(d.desired_replicas, 7);
+        assert_int_equal(d.reason, MS_REASON_MetricsUnavailable);
+    }
+    assert_int_equal(d.failures, 50);
+}
+
+/* ---- step 2: saturation and retry storms ---- */
+
+static void saturation_reveals_rejected_demand(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.saturation[0].enabled = true;
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 100);
+    o.saturation[0].admitted = (ms_sample_t){true, 720};
+    o.saturation[0].rejected = (ms_sample_t){true, 576};
+    d = decide(&s, &mem, o);
+    assert_true(d.metrics[0].effective.value > 179.999 && d.metrics[0].effective.value < 180.001);
+    assert_true(d.saturated);
+    assert_int_equal(d.recommendation, 11);
+}
+
+static void saturation_needs_admitted_traffic(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.saturation[0].enabled = true;
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 100);
+    o.saturation[0].admitted = (ms_sample_t){true, 0};
+    o.saturation[0].rejected = (ms_sample_t){true, 50};
+    d = decide(&s, &mem, o);
+    assert_true(d.metrics[0].effective.value == 100);
+    assert_false(d.saturated);
+
+    o.saturation[0].admitted = (ms_sample_t){true, 10};
+    o.saturation[0].rejected = (ms_sample_t){false, 0}; /* not observed */
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, o);
+    assert_true(d.metrics[0].effective.value == 100);
+}
+
+static void retry_storm_discounts_and_holds(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 2, 40);
+    s.retry_storm.enabled = true;
+    s.retry_storm.threshold = 0.3;
+    ms_engine_memory_init(&mem);
+
+    o = obs_at(0, 4, 280);
+    o.retry_share = (ms_sample_t){true, 0.5};
+    d = decide(&s, &mem, o);
+    assert_true(d.retry_storm);
+    assert_true(d.metrics[0].effective.value == 140);
+    assert_int_equal(d.recommendation, 8);
+
+    o = obs_at(1000, 8, 40); /* load fell, but mid-storm: hold */
+    o.retry_share = (ms_sample_t){true, 0.6};
+    d = decide(&s, &mem, o);
+    assert_true(d.held_by_storm);
+    assert_int_equal(d.recommendation, 8);
+    assert_int_equal(d.desired_replicas, 8);
+}
+
+static void retry_share_at_the_threshold_is_no_storm(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.retry_storm.enabled = true;
+    s.retry_storm.threshold = 0.3;
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 280);
+    o.retry_share = (ms_sample_t){true, 0.3};
+    d = decide(&s, &mem, o);
+    assert_false(d.retry_storm);
+    assert_true(d.metrics[0].effective.value == 280);
+}
+
+/* ---- step 5: stabilization ---- */
+
+static void scale_down_window_expires_exactly(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    ms_engine_memory_init(&mem);
+    decide(&s, &mem, obs_at(0, 10, 70)); /* records 10 at t=0 */
+
+    d = decide(&s, &mem, obs_at(299.5, 10, 7));
+    assert_int_equal(d.desired_replicas, 10);
+    /* At t=300 the entries at t=0 are no longer newer than now - 300. */
+    d = decide(&s, &mem, obs_at(300, 10, 7));
+    assert_int_equal(d.stabilized_value, 1);
+    assert_false(d.stabilized);
+}
+
+static void scale_up_window_takes_the_minimum(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.scale_up.window_seconds = 60;
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_at(0, 4, 70));
+    assert_int_equal(d.desired_replicas, 4);
+    d = decide(&s, &mem, obs_at(30, 4, 140)); /* asks 8; 4 within 60 s */
+    assert_int_equal(d.desired_replicas, 4);
+    assert_true(d.stabilized);
+    d = decide(&s, &mem, obs_at(61, 4, 140)); /* only the 8s remain */
+    assert_int_equal(d.desired_replicas, 8);
+}
+
+/* ---- step 6: rate policies and bounds ---- */
+
+static void percent_rounds_up_for_scale_up(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 10, 1, 100);
+    s.scale_up.npolicies = 1;
+    s.scale_up.policies[0] = (ms_policy_t){MS_POLICY_PERCENT, 50, 60};
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_at(0, 3, 100)); /* ceil(3 * 1.5) = 5 */
+    assert_int_equal(d.desired_replicas, 5);
+    assert_int_equal(d.reason, MS_REASON_ScaleUpLimit);
+}
+
+static void percent_truncates_for_scale_down(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 100, 1, 100);
+    s.scale_down.window_seconds = 0;
+    s.scale_down.policies[0] = (ms_policy_t){MS_POLICY_PERCENT, 50, 60};
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_at(0, 5, 1)); /* trunc(5 * 0.5) = 2 */
+    assert_int_equal(d.desired_replicas, 2);
+    assert_int_equal(d.reason, MS_REASON_ScaleDownLimit);
+}
+
+static void events_at_the_period_edge_do_not_count(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 10, 1, 100);
+    s.scale_up.npolicies = 1;
+    s.scale_up.policies[0] = (ms_policy_t){MS_POLICY_PODS, 2, 15};
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 2, 100)).desired_replicas, 4);
+    /* t=14.9: the +2 at t=0 still counts, start 2, so no growth */
+    assert_int_equal(decide(&s, &mem, obs_at(14.9, 4, 100)).desired_replicas, 4);
+    /* t=15: the event sits exactly on the cutoff and no longer counts */
+    assert_int_equal(decide(&s, &mem, obs_at(15, 4, 100)).desired_replicas, 6);
+}
+
+static void select_min_takes_the_smaller_change(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 10, 1, 100);
+    s.scale_up.select = MS_SELECT_MIN; /* default policies: +100% or +4 */
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 100)).desired_replicas, 14);
+    s.scale_up.select = MS_SELECT_MAX;
+    ms_engine_memory_init(&mem);
+    assert_int_equal(decide(&s, &mem, obs_at(0, 10, 100)).desired_replicas, 20);
+}
+
+static void disabled_direction_never_moves(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.scale_up.select = MS_SELECT_DISABLED;
+    s.scale_down.select = MS_SELECT_DISABLED;
+    s.scale_down.window_seconds = 0;
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_at(0, 4, 700));
+    assert_int_equal(d.desired_replicas, 4);
+    assert_int_equal(d.reason, MS_REASON_ScaleUpLimit);
+    d = decide(&s, &mem, obs_at(15, 4, 7));
+    assert_int_equal(d.desired_replicas, 4);
+    assert_int_equal(d.reason, MS_REASON_ScaleDownLimit);
+}
+
+static void bounds_give_too_many_and_too_few(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 3, 6);
+    s.scale_down.window_seconds = 0;
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_at(0, 4, 140)); /* asks 8, rate allows 8, max 6 */
+    assert_int_equal(d.desired_replicas, 6);
+    assert_int_equal(d.reason, MS_REASON_TooManyReplicas);
+    d = decide(&s, &mem, obs_at(100, 6, 7)); /* asks 1, min 3 */
+    assert_int_equal(d.desired_replicas, 3);
+    assert_int_equal(d.reason, MS_REASON_TooFewReplicas);
+}
+
+/* ---- step 7: downstream guardrail ---- */
+
+static void downstream_caps_scale_out(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.ndownstreams = 2;
+    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
+    s.downstreams[1] = (ms_downstream_spec_t){.name = "db", .per_replica = 10, .max_utilization = 0.5,
+                                              .has_limit = true, .limit = 200};
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 8, 200); /* asks 23, rate allows 16 */
+    o.downstreams[0].usage = (ms_sample_t){true, 12000};
+    o.downstreams[0].limit = (ms_sample_t){true, 20000}; /* allows 8 + 5 = 13 */
+    o.downstreams[1].usage = (ms_sample_t){true, 60};    /* static limit: 8 + 4 = 12 */
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.downstreams[0].allowed, 13);
+    assert_int_equal(d.downstreams[1].allowed, 12);
+    assert_true(d.downstreams[1].bound);
+    assert_false(d.downstreams[0].bound);
+    assert_int_equal(d.desired_replicas, 12);
+    assert_int_equal(d.reason, MS_REASON_DownstreamLimit);
+}
+
+static void downstream_never_scales_down(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.ndownstreams = 1;
+    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 10, .max_utilization = 0.7};
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 8, 140);
+    o.downstreams[0].usage = (ms_sample_t){true, 19000}; /* already past 70% */
+    o.downstreams[0].limit = (ms_sample_t){true, 20000};
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.downstreams[0].allowed, 8);
+    assert_int_equal(d.desired_replicas, 8);
+    assert_int_equal(d.reason, MS_REASON_DownstreamLimit);
+
+    o = obs_at(400, 8, 35); /* a scale-down is not the guardrail's business */
+    o.downstreams[0].usage = (ms_sample_t){true, 19000};
+    o.downstreams[0].limit = (ms_sample_t){true, 20000};
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.desired_replicas, 4);
+    assert_int_equal(d.reason, MS_REASON_DesiredWithinRange);
+}
+
+static void unobserved_downstream_does_not_cap(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.ndownstreams = 1;
+    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 10, .max_utilization = 0.7};
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 8, 140);
+    o.downstreams[0].usage = (ms_sample_t){true, 19000}; /* no limit anywhere */
+    d = decide(&s, &mem, o);
+    assert_false(d.downstreams[0].observed);
+    assert_int_equal(d.desired_replicas, 16);
+}
+
+/* ---- step 8 and the reason order ---- */
+
+static void every_change_is_a_signed_event(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.scale_down.window_seconds = 0;
+    ms_engine_memory_init(&mem);
+    decide(&s, &mem, obs_at(0, 4, 140));
+    decide(&s, &mem, obs_at(100, 8, 35));
+    decide(&s, &mem, obs_at(200, 4, 70));
+    assert_int_equal(mem.nevents, 2);
+    assert_int_equal(mem.event_change[0], 4);
+    assert_int_equal(mem.event_change[1], -4);
+}
+
+static void fallback_reason_yields_to_rate_limits(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.fallback = (ms_fallback_spec_t){true, 1, 30, MS_FALLBACK_STATIC};
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 3, 0);
+    o.metrics[0].present = false;
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.reason, MS_REASON_ScaleUpLimit);
+    assert_true(d.fallback_used);
+}
+
+static void invalid_observation_changes_nothing(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem, before;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    ms_engine_memory_init(&mem);
+    before = mem;
+    o = obs_at(0, -1, 70);
+    assert_int_equal(ms_engine_decide(&s, &mem, &o, &d), MS_ERR_INVALID);
+    assert_memory_equal(&mem, &before, sizeof mem);
+}
+
+static void explanation_names_the_chain(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    char buf[512];
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.saturation[0].enabled = true;
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 100);
+    o.saturation[0].admitted = (ms_sample_t){true, 720};
+    o.saturation[0].rejected = (ms_sample_t){true, 576};
+    d = decide(&s, &mem, o);
+    ms_decision_explain(&s, &d, buf, sizeof buf);
+    assert_non_null(strstr(buf, "m 100 (effective 180, rejections reveal hidden demand) asks 11"));
+    assert_non_null(strstr(buf, "ScaleUpLimit to 8"));
+    assert_non_null(strstr(buf, "desired 8 (ScaleUpLimit"));
+    /* a short buffer is cut but terminated, and the needed length is told */
+    assert_true(ms_decision_explain(&s, &d, buf, 10) > 10);
+    assert_int_equal(strlen(buf), 9);
+}
+
+static void reason_names_round_trip(void **state)
+{
+    (void)state;
+    for (int r = 0; r < MS_REASON__COUNT; r++)
+        assert_int_equal(ms_reason_from_name(ms_reason_name((ms_reason_t)r)), r);
+    assert_int_equal(ms_reason_from_name("Nope"), -1);
+    assert_string_equal(ms_reason_name((ms_reason_t)999), "Unknown");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tolerance_band_is_inclusive_at_both_edges),
+        cmocka_unit_test(tolerance_is_per_direction),
+        cmocka_unit_test(utilization_and_value_scale_ready_replicas),
+        cmocka_unit_test(average_value_divides_the_total),
+        cmocka_unit_test(huge_values_saturate_instead_of_overflowing),
+        cmocka_unit_test(largest_ask_wins),
+        cmocka_unit_test(out_of_range_skips_the_rest),
+        cmocka_unit_test(a_fresh_memory_never_scales_down_inside_the_window),
+        cmocka_unit_test(missing_metric_never_scales_down),
+        cmocka_unit_test(fallback_counts_and_resets),
+        cmocka_unit_test(fallback_current_if_higher_keeps_a_larger_count),
+        cmocka_unit_test(without_fallback_all_missing_holds_forever),
+        cmocka_unit_test(saturation_reveals_rejected_demand),
+        cmocka_unit_test(saturation_needs_admitted_traffic),
+        cmocka_unit_test(retry_storm_discounts_and_holds),
+        cmocka_unit_test(retry_share_at_the_threshold_is_no_storm),
+        cmocka_unit_test(scale_down_window_expires_exactly),
+        cmocka_unit_test(scale_up_window_takes_the_minimum),
+        cmocka_unit_test(percent_rounds_up_for_scale_up),
+        cmocka_unit_test(percent_truncates_for_scale_down),
+        cmocka_unit_test(events_at_the_period_edge_do_not_count),
+        cmocka_unit_test(select_min_takes_the_smaller_change),
+        cmocka_unit_test(disabled_direction_never_moves),
+        cmocka_unit_test(bounds_give_too_many_and_too_few),
+        cmocka_unit_test(downstream_caps_scale_out),
+        cmocka_unit_test(downstream_never_scales_down),
+        cmocka_unit_test(unobserved_downstream_does_not_cap),
+        cmocka_unit_test(every_change_is_a_signed_event),
+        cmocka_unit_test(fallback_reason_yields_to_rate_limits),
+        cmocka_unit_test(invalid_observation_changes_nothing),
+        cmocka_unit_test(explanation_names_the_chain),
+        cmocka_unit_test(reason_names_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

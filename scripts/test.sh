@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs every
+# suite. CI runs exactly this (through .ci/run) on a clean clone.
+#
+# Suites, each reported as it ends:
+#   unit+scenarios  cmocka unit tests, every decide scenario and the CLI,
+#                   built with ASan + UBSan (ctest)
+#   valgrind        the decide command and the unit tests under valgrind
+#   fuzz            each libFuzzer target for FUZZ_SECONDS (default 30)
+#   bench           bench/engine figures (printed, not asserted)
+#   e2e-smoke       the real control plane, Prometheus and HAProxy (e2e/)
+# Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+jobs="$(nproc 2>/dev/null || echo 2)"
+passed=0
+failed=0
+failed_names=()
+
+skip() { [[ " ${MS_SKIP:-} " == *" $1 "* ]]; }
+
+suite() {
+  local name="$1"
+  shift
+  if skip "$name"; then
+    echo "=== $name: skipped (MS_SKIP)"
+    return
+  fi
+  echo "=== $name"
+  local start=$SECONDS
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "=== $name: passed in $((SECONDS - start)) s"
+  else
+    failed=$((failed + 1))
+    failed_names+=("$name")
+    echo "=== $name: FAILED after $((SECONDS - start)) s"
+  fi
+}
+
+build() { # build DIR TYPE [cmake args...]
+  local dir="$1" type="$2"
+  shift 2
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null &&
+    ninja -C "$dir" -j "$jobs" >/dev/null
+}
+
+unit_and_scenarios() {
+  build build-san Sanitize || return 1
+  # halt_on_error keeps the first report readable; any report fails ctest.
+  ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-san --output-on-failure -j "$jobs" 2>&1
+}
+
+under_valgrind() {
+  build build-debug Debug || return 1
+  local vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect)
+  local n=0 f
+  for f in tests/scenarios/*.json tests/scenarios/invalid/*.json; do
+    [[ -e "$f" ]] || continue
+    "${vg[@]}" build-debug/meshscaler decide -f "$f" >/dev/null 2>/tmp/ms-vg.err
+    if [[ $? -eq 99 ]]; then
+      echo "valgrind reports errors on decide -f $f:"
+      cat /tmp/ms-vg.err
+      return 1
+    fi
+    n=$((n + 1))
+  done
+  for t in build-debug/tests/test_*; do
+    if ! "${vg[@]}" "$t" >/dev/null 2>/tmp/ms-vg.err; then
+      echo "valgrind: $t failed:"
+      cat /tmp/ms-vg.err
+      return 1
+    fi
+    n=$((n + 1))
+  done
+  echo "valgrind: $n runs clean"
+}
+
+fuzz() { FUZZ_SECONDS="${FUZZ_SECONDS:-30}" bash tests/fuzz/run.sh; }
+
+bench() {
+  build build-release Release || return 1
+  build-release/bench_engine 100000 20
+}
+
+e2e_smoke() {
+  if [[ ! -x e2e/smoke.sh ]]; then
+    echo "e2e/smoke.sh is missing"
+    return 1
+  fi
+  e2e/smoke.sh
+}
+
+suite deps bash scripts/install-deps.sh build fuzz valgrind
+suite unit+scenarios unit_and_scenarios
+suite valgrind under_valgrind
+suite fuzz fuzz
+suite bench bench
+suite e2e-smoke e2e_smoke
+
+echo
+if [[ $failed -gt 0 ]]; then
+  echo "failed suites: ${failed_names[*]}"
+fi
+echo "suites: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
