@@ -23,7 +23,12 @@
     X(NOMEM, "out of memory")                                                  \
     X(IO, "input/output error")                                                \
     X(TOOLARGE, "data exceeds its size limit")                                 \
-    X(NOTFOUND, "not found")
+    X(NOTFOUND, "not found")                                                   \
+    X(TIMEOUT, "timed out")                                                    \
+    X(UNAVAILABLE, "server unavailable")                                       \
+    X(TLS, "TLS failure")                                                      \
+    X(HTTP, "unexpected HTTP status")                                          \
+    X(CANCELLED, "cancelled")
 
 typedef enum {
 #define MS__ERR_ENUM(name, msg) MS_ERR_##name,

@@ -1,0 +1,119 @@
+/*
+ * http.h - the HTTP layer both clients stand on (Kubernetes API, Prometheus):
+ * libcurl with one shared connection pool, TLS from files or in-memory PEM,
+ * per-request timeouts, capped response bodies, streaming for watches, and
+ * batches of concurrent requests through libcurl's multi interface.
+ *
+ * Ownership: ms_http_client_new() copies every option string; the client owns
+ * its curl share and must outlive every request made with it. A request only
+ * borrows its strings for the duration of the call; a response owns its body.
+ *
+ * Threads: a client may be used from several threads at once (the shared
+ * pool is locked); a batch belongs to one thread. Call ms_http_global_init()
+ * once, before threads start.
+ */
+#ifndef MESHSCALER_HTTP_H
+#define MESHSCALER_HTTP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "meshscaler/buf.h"
+#include "meshscaler/error.h"
+
+/* Default cap on a buffered response body. */
+#define MS_HTTP_DEFAULT_MAX_BODY (64u * 1024u * 1024u)
+
+typedef struct {
+    /* Server CA: a file, or PEM bytes (kubeconfig certificate-authority-data). */
+    const char *ca_file;
+    const char *ca_pem;
+    size_t ca_pem_len;
+    /* Client certificate and key, likewise. */
+    const char *cert_file;
+    const char *cert_pem;
+    size_t cert_pem_len;
+    const char *key_file;
+    const char *key_pem;
+    size_t key_pem_len;
+    bool insecure_skip_verify; /* callers warn when they set it */
+    const char *server_name;   /* TLS SNI and verification name override */
+} ms_http_tls_t;
+
+typedef struct {
+    ms_http_tls_t tls;
+    const char *proxy_url;  /* NULL: libcurl's environment defaults */
+    const char *user_agent; /* NULL: "meshscaler/<version>" */
+    long connect_timeout_ms; /* 0: 10 s */
+} ms_http_options_t;
+
+typedef struct ms_http_client ms_http_client_t;
+
+/* Streaming sink: called with each chunk of the body as it arrives.
+ * Return non-zero to abort the transfer (the call then fails with
+ * MS_ERR_CANCELLED unless the sink set its own error). */
+typedef int (*ms_http_sink_fn)(void *ctx, const char *data, size_t len);
+
+typedef struct {
+    const char *method; /* "GET" when NULL */
+    const char *url;
+    const char *const *headers; /* "Name: value" lines */
+    size_t nheaders;
+    const char *body; /* NULL: no body */
+    size_t body_len;
+    long timeout_ms;      /* whole transfer; 0: no limit (watches) */
+    long idle_timeout_ms; /* abort when no byte arrives for this long; 0: off */
+    ms_http_sink_fn sink; /* when set, the body goes here, not to the response */
+    void *sink_ctx;
+    const atomic_bool *cancel; /* when it becomes true the transfer stops */
+} ms_http_request_t;
+
+typedef struct {
+    ms_err_t err;                 /* transport result: MS_OK when a status arrived */
+    char error[MS_ERRBUF_SIZE];   /* one line naming the URL and the cause */
+    long status;                  /* HTTP status, 0 if none */
+    ms_buf_t body;                /* owned, capped; empty when streamed */
+    double retry_after_seconds;   /* from Retry-After (seconds form); -1 if absent */
+    char content_type[96];
+    long http_version;            /* 1, 2 */
+    double total_seconds;
+} ms_http_response_t;
+
+/* Once per process, before threads. Returns MS_ERR_IO if libcurl refuses. */
+ms_err_t ms_http_global_init(void);
+void ms_http_global_cleanup(void);
+
+/* New client, or NULL with the reason in errbuf (MS_ERR_NOMEM/MS_ERR_INVALID). */
+ms_http_client_t *ms_http_client_new(const ms_http_options_t *opts, char *errbuf, size_t errlen);
+/* NULL does nothing. */
+void ms_http_client_free(ms_http_client_t *client);
+
+/* max_body 0 means MS_HTTP_DEFAULT_MAX_BODY. */
+void ms_http_response_init(ms_http_response_t *resp, size_t max_body);
+/* Frees the body; the response may be reused after ms_http_response_init. */
+void ms_http_response_cleanup(ms_http_response_t *resp);
+
+/* One blocking transfer. Returns resp->err: MS_OK when an HTTP status arrived
+ * (any status: callers judge it), else MS_ERR_UNAVAILABLE (refused, DNS),
+ * MS_ERR_TIMEOUT, MS_ERR_TLS, MS_ERR_TOOLARGE (body past its cap),
+ * MS_ERR_CANCELLED, MS_ERR_IO (connection dropped mid-body and the rest). */
+ms_err_t ms_http_do(ms_http_client_t *client, const ms_http_request_t *req,
+                    ms_http_response_t *resp);
+
+/* A batch runs many requests concurrently, at most max_in_flight at a time,
+ * on the calling thread. Requests and responses are borrowed until
+ * ms_http_batch_run() returns. */
+typedef struct ms_http_batch ms_http_batch_t;
+
+ms_http_batch_t *ms_http_batch_new(ms_http_client_t *client, size_t max_in_flight);
+void ms_http_batch_free(ms_http_batch_t *batch);
+/* Queue a request; MS_ERR_NOMEM. */
+ms_err_t ms_http_batch_add(ms_http_batch_t *batch, const ms_http_request_t *req,
+                           ms_http_response_t *resp);
+/* Run every queued request to completion; each response gets its own err.
+ * Returns MS_OK unless the batch itself failed (MS_ERR_NOMEM, MS_ERR_IO).
+ * The batch is empty afterwards and can be reused. */
+ms_err_t ms_http_batch_run(ms_http_batch_t *batch);
+
+#endif

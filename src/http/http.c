@@ -1,0 +1,552 @@
+/*
+ * http.c - libcurl underneath both API clients.
+ *
+ * One curl share per client pools connections, DNS answers and TLS sessions
+ * across every request and thread (client-go's shared transport). Each
+ * transfer gets a small context that owns what libcurl needs to outlive the
+ * setup call (header list, error buffer, the connect-to override) and feeds
+ * the body into a capped buffer or a streaming sink.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "meshscaler/http.h"
+#include "meshscaler/version.h"
+
+struct ms_http_client {
+    CURLSH *share;
+    pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
+    char *ca_file, *cert_file, *key_file;
+    char *ca_pem, *cert_pem, *key_pem; /* copied; CURL_BLOB_COPY copies again per handle */
+    size_t ca_pem_len, cert_pem_len, key_pem_len;
+    bool insecure;
+    char *server_name;
+    char *proxy_url;
+    char *user_agent;
+    long connect_timeout_ms;
+};
+
+/* What one transfer needs until it completes. */
+typedef struct {
+    const ms_http_request_t *req;
+    ms_http_response_t *resp;
+    CURL *easy;
+    struct curl_slist *headers;
+    struct curl_slist *connect_to;
+    char *url; /* rewritten for tls-server-name, else NULL */
+    bool too_large;
+    bool sink_stopped;
+    char curl_error[CURL_ERROR_SIZE];
+} transfer_t;
+
+ms_err_t ms_http_global_init(void)
+{
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? MS_OK : MS_ERR_IO;
+}
+
+void ms_http_global_cleanup(void) { curl_global_cleanup(); }
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ctx)
+{
+    ms_http_client_t *c = ctx;
+    (void)h;
+    (void)access;
+    pthread_mutex_lock(&c->locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ctx)
+{
+    ms_http_client_t *c = ctx;
+    (void)h;
+    pthread_mutex_unlock(&c->locks[data]);
+}
+
+static bool dup_opt(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (src == NULL)
+        return true;
+    *dst = strdup(src);
+    return *dst != NULL;
+}
+
+static bool dup_blob(char **dst, size_t *dst_len, const char *src, size_t len)
+{
+    *dst = NULL;
+    *dst_len = 0;
+    if (src == NULL || len == 0)
+        return true;
+    *dst = malloc(len);
+    if (*dst == NULL)
+        return false;
+    memcpy(*dst, src, len);
+    *dst_len = len;
+    return true;
+}
+
+ms_http_client_t *ms_http_client_new(const ms_http_options_t *o, char *errbuf, size_t errlen)
+{
+    ms_http_client_t *c = calloc(1, sizeof *c);
+    char ua[64];
+    bool ok;
+
+    if (c == NULL) {
+        ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory creating an HTTP client");
+        return NULL;
+    }
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&c->locks[i], NULL);
+    snprintf(ua, sizeof ua, "meshscaler/%s", ms_version());
+    ok = dup_opt(&c->ca_file, o->tls.ca_file) && dup_opt(&c->cert_file, o->tls.cert_file) &&
+         dup_opt(&c->key_file, o->tls.key_file) &&
+         dup_blob(&c->ca_pem, &c->ca_pem_len, o->tls.ca_pem, o->tls.ca_pem_len) &&
+         dup_blob(&c->cert_pem, &c->cert_pem_len, o->tls.cert_pem, o->tls.cert_pem_len) &&
+         dup_blob(&c->key_pem, &c->key_pem_len, o->tls.key_pem, o->tls.key_pem_len) &&
+         dup_opt(&c->server_name, o->tls.server_name) && dup_opt(&c->proxy_url, o->proxy_url) &&
+         dup_opt(&c->user_agent, o->user_agent ? o->user_agent : ua);
+    c->insecure = o->tls.insecure_skip_verify;
+    c->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
+    c->share = ok ? curl_share_init() : NULL;
+    if (c->share == NULL) {
+        ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory creating an HTTP client");
+        ms_http_client_free(c);
+        return NULL;
+    }
+    curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    return c;
+}
+
+void ms_http_client_free(ms_http_client_t *c)
+{
+    if (c == NULL)
+        return;
+    if (c->share != NULL)
+        curl_share_cleanup(c->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&c->locks[i]);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
+    free(c->ca_pem);
+    free(c->cert_pem);
+    free(c->key_pem);
+    free(c->server_name);
+    free(c->proxy_url);
+    free(c->user_agent);
+    free(c);
+}
+
+void ms_http_response_init(ms_http_response_t *resp, size_t max_body)
+{
+    memset(resp, 0, sizeof *resp);
+    ms_buf_init(&resp->body, max_body ? max_body : MS_HTTP_DEFAULT_MAX_BODY);
+    resp->retry_after_seconds = -1;
+}
+
+void ms_http_response_cleanup(ms_http_response_t *resp)
+{
+    if (resp != NULL)
+        ms_buf_cleanup(&resp->body);
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *ctx)
+{
+    transfer_t *t = ctx;
+    size_t len = size * n;
+
+    if (t->req->sink != NULL) {
+        if (t->req->sink(t->req->sink_ctx, data, len) != 0) {
+            t->sink_stopped = true;
+            return 0;
+        }
+        return len;
+    }
+    if (ms_buf_append(&t->resp->body, data, len) != MS_OK) {
+        t->too_large = true;
+        return 0;
+    }
+    return len;
+}
+
+/* Header lines arrive one by one; a new status line starts a new response
+ * (after 100-continue, say), so it resets what earlier ones set. */
+static size_t on_header(char *line, size_t size, size_t n, void *ctx)
+{
+    transfer_t *t = ctx;
+    size_t len = size * n;
+    char value[128];
+
+    if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        t->resp->retry_after_seconds = -1;
+        t->resp->content_type[0] = '\0';
+        return len;
+    }
+    if (len > 12 && strncasecmp(line, "Retry-After:", 12) == 0) {
+        size_t vlen = len - 12 < sizeof value - 1 ? len - 12 : sizeof value - 1;
+        char *end;
+        double secs;
+
+        memcpy(value, line + 12, vlen);
+        value[vlen] = '\0';
+        secs = strtod(value, &end);
+        /* Only the delay-seconds form; an HTTP date is rare from these servers. */
+        if (end != value && secs >= 0 && secs < 86400)
+            t->resp->retry_after_seconds = secs;
+    } else if (len > 13 && strncasecmp(line, "Content-Type:", 13) == 0) {
+        const char *v = line + 13;
+        size_t vlen = len - 13;
+
+        while (vlen > 0 && (*v == ' ' || *v == '\t'))
+            v++, vlen--;
+        while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+            vlen--;
+        if (vlen >= sizeof t->resp->content_type)
+            vlen = sizeof t->resp->content_type - 1;
+        memcpy(t->resp->content_type, v, vlen);
+        t->resp->content_type[vlen] = '\0';
+    }
+    return len;
+}
+
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    transfer_t *t = ctx;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return t->req->cancel != NULL && atomic_load(t->req->cancel);
+}
+
+/* tls-server-name: connect to the URL's host but verify (and send SNI for)
+ * another name. libcurl verifies the URL's host, so the URL is rewritten to
+ * the server name and CURLOPT_CONNECT_TO routes it to the real address. */
+static ms_err_t apply_server_name(ms_http_client_t *c, transfer_t *t)
+{
+    CURLU *u = curl_url();
+    char *host = NULL, *port = NULL, *route = NULL;
+    ms_err_t err = MS_ERR_INVALID;
+    size_t need;
+
+    if (u == NULL)
+        return MS_ERR_NOMEM;
+    if (curl_url_set(u, CURLUPART_URL, t->req->url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+        curl_url_set(u, CURLUPART_HOST, c->server_name, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_URL, &t->url, 0) != CURLUE_OK)
+        goto out;
+    need = strlen(c->server_name) + strlen(host) + 2 * strlen(port) + 4;
+    route = malloc(need);
+    if (route == NULL) {
+        err = MS_ERR_NOMEM;
+        goto out;
+    }
+    snprintf(route, need, "%s:%s:%s:%s", c->server_name, port, host, port);
+    t->connect_to = curl_slist_append(NULL, route);
+    err = t->connect_to ? MS_OK : MS_ERR_NOMEM;
+out:
+    free(route);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return err;
+}
+
+static void set_blob(CURL *e, CURLoption opt, const char *data, size_t len)
+{
+    struct curl_blob blob = {(void *)data, len, CURL_BLOB_COPY};
+    curl_easy_setopt(e, opt, &blob);
+}
+
+/* Prepare t->easy for t->req. On failure the caller frees the transfer. */
+static ms_err_t setup(ms_http_client_t *c, transfer_t *t)
+{
+    const ms_http_request_t *r = t->req;
+    CURL *e = curl_easy_init();
+    const char *method = r->method ? r->method : "GET";
+    ms_err_t err;
+
+    if (e == NULL)
+        return MS_ERR_NOMEM;
+    t->easy = e;
+    if (c->server_name != NULL && (err = apply_server_name(c, t)) != MS_OK)
+        return err;
+    curl_easy_setopt(e, CURLOPT_URL, t->url ? t->url : r->url);
+    curl_easy_setopt(e, CURLOPT_SHARE, c->share);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* prefer a stream on an existing h2 connection */
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 0L);
+    if (r->idle_timeout_ms > 0) {
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (r->idle_timeout_ms + 999) / 1000);
+    }
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->curl_error);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    if (r->cancel != NULL) {
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+    }
+    if (t->connect_to)
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to);
+    if (c->proxy_url)
+        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url);
+
+    if (c->ca_pem)
+        set_blob(e, CURLOPT_CAINFO_BLOB, c->ca_pem, c->ca_pem_len);
+    else if (c->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+    if (c->cert_pem)
+        set_blob(e, CURLOPT_SSLCERT_BLOB, c->cert_pem, c->cert_pem_len);
+    else if (c->cert_file)
+        curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+    if (c->key_pem)
+        set_blob(e, CURLOPT_SSLKEY_BLOB, c->key_pem, c->key_pem_len);
+    else if (c->key_file)
+        curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
+    if (c->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+
+    for (size_t i = 0; i < r->nheaders; i++) {
+        struct curl_slist *h = curl_slist_append(t->headers, r->headers[i]);
+        if (h == NULL)
+            return MS_ERR_NOMEM;
+        t->headers = h;
+    }
+    if (r->body != NULL) {
+        /* No "Expect: 100-continue" round trip before small bodies. */
+        struct curl_slist *h = curl_slist_append(t->headers, "Expect:");
+        if (h == NULL)
+            return MS_ERR_NOMEM;
+        t->headers = h;
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    if (strcmp(method, "GET") == 0 && r->body == NULL)
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    else if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "POST") != 0)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    return MS_OK;
+}
+
+static void transfer_free(transfer_t *t)
+{
+    if (t->easy)
+        curl_easy_cleanup(t->easy);
+    curl_slist_free_all(t->headers);
+    curl_slist_free_all(t->connect_to);
+    curl_free(t->url);
+    t->easy = NULL;
+    t->headers = NULL;
+    t->connect_to = NULL;
+    t->url = NULL;
+}
+
+/* Turn libcurl's verdict into the response's err and one-line error. */
+static void finish(transfer_t *t, CURLcode rc)
+{
+    ms_http_response_t *resp = t->resp;
+    const char *method = t->req->method ? t->req->method : "GET";
+    const char *why = t->curl_error[0] ? t->curl_error : curl_easy_strerror(rc);
+    long version = 0;
+    ms_err_t err;
+
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &resp->status);
+    curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &resp->total_seconds);
+    curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &version);
+    resp->http_version = version == CURL_HTTP_VERSION_2_0 ? 2 : 1;
+
+    switch (rc) {
+    case CURLE_OK:
+        resp->err = MS_OK;
+        resp->error[0] = '\0';
+        return;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        err = MS_ERR_UNAVAILABLE;
+        break;
+    case CURLE_OPERATION_TIMEDOUT:
+        err = MS_ERR_TIMEOUT;
+        break;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+        err = MS_ERR_TLS;
+        break;
+    case CURLE_ABORTED_BY_CALLBACK:
+        err = MS_ERR_CANCELLED;
+        break;
+    case CURLE_WRITE_ERROR:
+        err = t->too_large ? MS_ERR_TOOLARGE : t->sink_stopped ? MS_ERR_CANCELLED : MS_ERR_IO;
+        if (t->too_large)
+            why = "response body exceeds its size limit";
+        else if (t->sink_stopped)
+            why = "stopped by the receiver";
+        break;
+    default:
+        err = MS_ERR_IO;
+        break;
+    }
+    resp->err = ms_errf(resp->error, sizeof resp->error, err, "%s %s: %s", method, t->req->url, why);
+}
+
+ms_err_t ms_http_do(ms_http_client_t *c, const ms_http_request_t *req, ms_http_response_t *resp)
+{
+    transfer_t t;
+    ms_err_t err;
+
+    memset(&t, 0, sizeof t);
+    t.req = req;
+    t.resp = resp;
+    err = setup(c, &t);
+    if (err != MS_OK) {
+        resp->err = ms_errf(resp->error, sizeof resp->error, err, "%s %s: cannot prepare the request",
+                            req->method ? req->method : "GET", req->url);
+        transfer_free(&t);
+        return resp->err;
+    }
+    finish(&t, curl_easy_perform(t.easy));
+    transfer_free(&t);
+    return resp->err;
+}
+
+struct ms_http_batch {
+    ms_http_client_t *client;
+    CURLM *multi;
+    size_t max_in_flight;
+    transfer_t *items;
+    size_t n, cap;
+};
+
+ms_http_batch_t *ms_http_batch_new(ms_http_client_t *client, size_t max_in_flight)
+{
+    ms_http_batch_t *b = calloc(1, sizeof *b);
+
+    if (b == NULL)
+        return NULL;
+    b->client = client;
+    b->max_in_flight = max_in_flight ? max_in_flight : 1;
+    b->multi = curl_multi_init();
+    if (b->multi == NULL) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void ms_http_batch_free(ms_http_batch_t *b)
+{
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->n; i++)
+        transfer_free(&b->items[i]);
+    curl_multi_cleanup(b->multi);
+    free(b->items);
+    free(b);
+}
+
+ms_err_t ms_http_batch_add(ms_http_batch_t *b, const ms_http_request_t *req, ms_http_response_t *resp)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        transfer_t *items = realloc(b->items, cap * sizeof *items);
+        if (items == NULL)
+            return MS_ERR_NOMEM;
+        b->items = items;
+        b->cap = cap;
+    }
+    memset(&b->items[b->n], 0, sizeof b->items[0]);
+    b->items[b->n].req = req;
+    b->items[b->n].resp = resp;
+    b->n++;
+    return MS_OK;
+}
+
+ms_err_t ms_http_batch_run(ms_http_batch_t *b)
+{
+    size_t next = 0, running = 0, done = 0;
+    ms_err_t err = MS_OK;
+
+    while (done < b->n) {
+        int still, queued;
+        CURLMsg *msg;
+
+        /* Keep at most max_in_flight transfers going. */
+        while (next < b->n && running < b->max_in_flight) {
+            transfer_t *t = &b->items[next++];
+            ms_err_t serr = setup(b->client, t);
+
+            if (serr == MS_OK && curl_multi_add_handle(b->multi, t->easy) == CURLM_OK) {
+                running++;
+                continue;
+            }
+            t->resp->err = ms_errf(t->resp->error, sizeof t->resp->error,
+                                   serr != MS_OK ? serr : MS_ERR_IO,
+                                   "%s %s: cannot start the request",
+                                   t->req->method ? t->req->method : "GET", t->req->url);
+            transfer_free(t);
+            done++;
+        }
+        if (curl_multi_perform(b->multi, &still) != CURLM_OK) {
+            err = MS_ERR_IO;
+            break;
+        }
+        while ((msg = curl_multi_info_read(b->multi, &queued)) != NULL) {
+            transfer_t *t = NULL;
+
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+            finish(t, msg->data.result);
+            curl_multi_remove_handle(b->multi, t->easy);
+            transfer_free(t);
+            running--;
+            done++;
+        }
+        if (done < b->n && running > 0 && curl_multi_poll(b->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+            err = MS_ERR_IO;
+            break;
+        }
+    }
+    /* On a batch failure, whatever is still attached is torn down. */
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->items[i].easy != NULL) {
+            curl_multi_remove_handle(b->multi, b->items[i].easy);
+            b->items[i].resp->err = ms_errf(b->items[i].resp->error, sizeof b->items[i].resp->error,
+                                            MS_ERR_IO, "batch aborted");
+            transfer_free(&b->items[i]);
+        }
+    }
+    b->n = 0;
+    return err;
+}
