@@ -26,6 +26,8 @@
 typedef struct {
     char text[MS_JPATH_MAX + 1];
     size_t len;
+    bool cut;       /* the path ran out of room and ends in "..." */
+    size_t cut_len; /* popping to this length or less removes the cut */
 } ms_jpath_t;
 
 /* Start a path at the given root name ("spec", "" for the document). */
@@ -68,6 +70,11 @@ ms_err_t ms_json_enum(const cJSON *item, const ms_jpath_t *p, const char *const 
 /* Checks the kind of item: object or array. */
 ms_err_t ms_json_object(const cJSON *item, const ms_jpath_t *p, char *errbuf, size_t errlen);
 ms_err_t ms_json_array(const cJSON *item, const ms_jpath_t *p, char *errbuf, size_t errlen);
+
+/* Refuse any object in the tree at item (path p) that has the same key
+ * twice, naming the path of the second occurrence. MS_ERR_INVALID or
+ * MS_ERR_NOMEM; p is restored on return. */
+ms_err_t ms_json_unique_keys(const cJSON *item, ms_jpath_t *p, char *errbuf, size_t errlen);
 
 /* Line and column (1-based) of position `at` in text, for syntax errors. */
 void ms_json_position(const char *text, const char *at, size_t *line, size_t *column);

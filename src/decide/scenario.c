@@ -338,8 +338,24 @@ ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, ch
                       line, column);
         goto out;
     }
+    /* cJSON stops after the first value; anything but space after it means
+     * the file is not the one document it claims to be. */
+    while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+        end++;
+    if (end < text + len) {
+        size_t line = 1, column = 1;
+        ms_json_position(text, end, &line, &column);
+        err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                      "$: not valid JSON (unexpected data after the document at line %zu, column %zu)",
+                      line, column);
+        goto out;
+    }
     ms_jpath_init(&path, "");
     if ((err = ms_json_object(sc->root, &path, errbuf, errlen)) != MS_OK)
+        goto out;
+    /* A key given twice is read differently by different JSON readers (cJSON
+     * takes the first, the API server the last): refuse it. */
+    if ((err = ms_json_unique_keys(sc->root, &path, errbuf, errlen)) != MS_OK)
         goto out;
 
     ms_jpath_init(&path, "spec");

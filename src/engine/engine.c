@@ -6,6 +6,7 @@
  * HPA would; the mesh rules (saturation, retry storms, fallback, downstream
  * guardrails) are layered on at the steps the spec names.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -57,7 +58,13 @@ static void effective_value(const ms_spec_t *spec, const ms_observation_t *obs, 
         ms_sample_t rejected = obs->saturation[i].rejected;
 
         if (usable(admitted) && usable(rejected) && admitted.value > 0 && rejected.value >= 0) {
-            v = v * (admitted.value + rejected.value) / admitted.value;
+            double factor = (admitted.value + rejected.value) / admitted.value;
+
+            /* A trickle admitted against a flood refused can overflow: the
+             * demand is then "as large as can be", never NaN or missing. */
+            if (!isfinite(factor))
+                factor = DBL_MAX;
+            v = v * factor;
             m->saturation_applied = rejected.value > 0;
         }
     }
@@ -65,6 +72,8 @@ static void effective_value(const ms_spec_t *spec, const ms_observation_t *obs, 
         v = v * (1.0 - obs->retry_share.value);
         m->retry_discount_applied = true;
     }
+    if (isinf(v))
+        v = v > 0 ? DBL_MAX : -DBL_MAX;
     m->effective = (ms_sample_t){true, v};
 }
 

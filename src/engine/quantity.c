@@ -78,9 +78,20 @@ ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out,
         size_t rest_len = len - i;
         bool matched = false;
 
-        /* "E" alone is exa; "E" or "e" followed by a signed integer is an
-         * exponent. */
-        if ((rest[0] == 'e' || rest[0] == 'E') && rest_len > 1) {
+        /* Suffixes first: "Ei" and "E" are binary and decimal exa; only
+         * what is not a suffix may be an exponent ("e3", "E-2"). */
+        for (size_t s = 0; s < sizeof suffixes / sizeof suffixes[0]; s++) {
+            size_t sl = strlen(suffixes[s].suffix);
+            if (sl == rest_len && memcmp(rest, suffixes[s].suffix, sl) == 0) {
+                if (suffixes[s].base == 10)
+                    exp10 = suffixes[s].exponent;
+                else
+                    mantissa = ldexp(mantissa, suffixes[s].exponent);
+                matched = true;
+                break;
+            }
+        }
+        if (!matched && (rest[0] == 'e' || rest[0] == 'E') && rest_len > 1) {
             size_t j = 1;
             bool eneg = false;
             long e = 0;
@@ -99,18 +110,6 @@ ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out,
                                "quantity " QFMT " has a malformed exponent", QARG(text, len));
             exp10 = eneg ? -e : e;
             matched = true;
-        } else {
-            for (size_t s = 0; s < sizeof suffixes / sizeof suffixes[0]; s++) {
-                size_t sl = strlen(suffixes[s].suffix);
-                if (sl == rest_len && memcmp(rest, suffixes[s].suffix, sl) == 0) {
-                    if (suffixes[s].base == 10)
-                        exp10 = suffixes[s].exponent;
-                    else
-                        mantissa = ldexp(mantissa, suffixes[s].exponent);
-                    matched = true;
-                    break;
-                }
-            }
         }
         if (!matched)
             return ms_errf(errbuf, errlen, MS_ERR_PARSE,
@@ -126,8 +125,10 @@ ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out,
         value = 0.0; /* "0e999" is zero, not 0 * inf */
     else if (exp10 >= 0)
         value = mantissa * pow(10.0, (double)exp10);
-    else
+    else if (exp10 >= -300)
         value = mantissa / pow(10.0, (double)-exp10);
+    else /* 10^320 overflows: divide in two steps so 1e40e-320 stays 1e-280 */
+        value = mantissa / 1e300 / pow(10.0, (double)(-exp10 - 300));
     if (!isfinite(value))
         return ms_errf(errbuf, errlen, MS_ERR_RANGE,
                        "quantity " QFMT " is too large", QARG(text, len));

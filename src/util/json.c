@@ -11,21 +11,26 @@
 void ms_jpath_init(ms_jpath_t *p, const char *root)
 {
     p->len = 0;
+    p->cut = false;
+    p->cut_len = 0;
     p->text[0] = '\0';
     if (root != NULL && root[0] != '\0')
         ms_jpath_push_key(p, root);
 }
 
-static void jpath_append(ms_jpath_t *p, const char *s)
+/* Append s, or mark the path cut: once cut, nothing more is appended until
+ * a pop goes back before the cut, so a cut path never names a wrong place. */
+static void jpath_append(ms_jpath_t *p, size_t old, const char *s)
 {
     size_t n = strlen(s);
 
-    if (p->len + n > MS_JPATH_MAX) {
-        /* Keep the path readable rather than cutting a key in half. */
-        if (p->len + 3 <= MS_JPATH_MAX) {
-            memcpy(p->text + p->len, "...", 4);
-            p->len += 3;
-        }
+    if (p->cut)
+        return;
+    if (p->len + n > MS_JPATH_MAX - 3) {
+        p->cut = true;
+        p->cut_len = old;
+        memcpy(p->text + p->len, "...", 4);
+        p->len += 3;
         return;
     }
     memcpy(p->text + p->len, s, n + 1);
@@ -48,10 +53,10 @@ size_t ms_jpath_push_key(ms_jpath_t *p, const char *key)
     size_t old = p->len;
     char quoted[72];
 
-    if (plain_name(key)) {
-        if (p->len > 0)
-            jpath_append(p, ".");
-        jpath_append(p, key);
+    if (plain_name(key) && strlen(key) < sizeof quoted - 1) {
+        /* One piece (".key"), so a cut never leaves a dangling dot. */
+        snprintf(quoted, sizeof quoted, "%s%s", p->len > 0 ? "." : "", key);
+        jpath_append(p, old, quoted);
     } else {
         /* Quote odd keys, cut to a readable length, without control bytes. */
         size_t j = 0;
@@ -62,7 +67,7 @@ size_t ms_jpath_push_key(ms_jpath_t *p, const char *key)
         quoted[j++] = '"';
         quoted[j++] = ']';
         quoted[j] = '\0';
-        jpath_append(p, quoted);
+        jpath_append(p, old, quoted);
     }
     return old;
 }
@@ -73,12 +78,14 @@ size_t ms_jpath_push_index(ms_jpath_t *p, size_t index)
     char tmp[32];
 
     snprintf(tmp, sizeof tmp, "[%zu]", index);
-    jpath_append(p, tmp);
+    jpath_append(p, old, tmp);
     return old;
 }
 
 void ms_jpath_pop(ms_jpath_t *p, size_t len)
 {
+    if (p->cut && len <= p->cut_len)
+        p->cut = false;
     if (len <= p->len) {
         p->len = len;
         p->text[len] = '\0';
@@ -264,4 +271,60 @@ void ms_json_position(const char *text, const char *at, size_t *line, size_t *co
             (*column)++;
         }
     }
+}
+
+typedef struct {
+    const cJSON *item;
+    size_t index; /* position in the document, so the later duplicate is named */
+} keyed_t;
+
+static int compare_keys(const void *a, const void *b)
+{
+    const keyed_t *x = a, *y = b;
+    int c = strcmp(x->item->string, y->item->string);
+
+    if (c != 0)
+        return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+ms_err_t ms_json_unique_keys(const cJSON *item, ms_jpath_t *p, char *errbuf, size_t errlen)
+{
+    const cJSON *c;
+    keyed_t *keys = NULL;
+    size_t n = 0, i = 0;
+    ms_err_t err = MS_OK;
+
+    if (!cJSON_IsObject(item) && !cJSON_IsArray(item))
+        return MS_OK;
+    for (c = item->child; c != NULL; c = c->next)
+        n++;
+    if (cJSON_IsObject(item) && n > 1) {
+        /* Sorting keeps huge objects at n log n instead of n squared. */
+        keys = malloc(n * sizeof *keys);
+        if (keys == NULL)
+            return ms_errf(errbuf, errlen, MS_ERR_NOMEM, "%s: out of memory", ms_jpath_str(p));
+        for (c = item->child; c != NULL; c = c->next, i++)
+            keys[i] = (keyed_t){c, i};
+        qsort(keys, n, sizeof *keys, compare_keys);
+        for (i = 1; i < n; i++)
+            if (strcmp(keys[i - 1].item->string, keys[i].item->string) == 0) {
+                size_t saved = ms_jpath_push_key(p, keys[i].item->string);
+                err = ms_jpath_errf(p, errbuf, errlen, "duplicate key");
+                ms_jpath_pop(p, saved);
+                goto out;
+            }
+    }
+    i = 0;
+    for (c = item->child; c != NULL; c = c->next, i++) {
+        size_t saved = cJSON_IsObject(item) ? ms_jpath_push_key(p, c->string)
+                                            : ms_jpath_push_index(p, i);
+        err = ms_json_unique_keys(c, p, errbuf, errlen);
+        ms_jpath_pop(p, saved);
+        if (err != MS_OK)
+            goto out;
+    }
+out:
+    free(keys);
+    return err;
 }

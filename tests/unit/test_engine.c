@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -325,6 +326,31 @@ static void saturation_reveals_rejected_demand(void **state)
     assert_true(d.metrics[0].effective.value > 179.999 && d.metrics[0].effective.value < 180.001);
     assert_true(d.saturated);
     assert_int_equal(d.recommendation, 11);
+}
+
+static void saturation_overflow_reads_as_the_largest_demand(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.saturation[0].enabled = true;
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 100);
+    o.saturation[0].admitted = (ms_sample_t){true, 1e-300};
+    o.saturation[0].rejected = (ms_sample_t){true, 1e300};
+    d = decide(&s, &mem, o);
+    assert_true(d.metrics[0].effective.present);
+    assert_true(isfinite(d.metrics[0].effective.value));
+    assert_int_equal(d.metrics[0].replicas, INT32_MAX);
+    assert_int_equal(d.desired_replicas, 8);
+
+    o.metrics[0].value = 0; /* 0 x huge is 0, not NaN */
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, o);
+    assert_true(d.metrics[0].effective.value == 0);
 }
 
 static void saturation_needs_admitted_traffic(void **state)
@@ -704,6 +730,7 @@ int main(void)
         cmocka_unit_test(fallback_current_if_higher_keeps_a_larger_count),
         cmocka_unit_test(without_fallback_all_missing_holds_forever),
         cmocka_unit_test(saturation_reveals_rejected_demand),
+        cmocka_unit_test(saturation_overflow_reads_as_the_largest_demand),
         cmocka_unit_test(saturation_needs_admitted_traffic),
         cmocka_unit_test(retry_storm_discounts_and_holds),
         cmocka_unit_test(retry_share_at_the_threshold_is_no_storm),
