@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The MeshAutoscaler CRD against a real kube-apiserver: valid objects are
+# stored with their defaults, invalid ones are refused with a message a user
+# understands, and the printer columns are those of `kubectl get hpa`.
+#
+# Needs KUBECTL and KUBECONFIG (eval "$(e2e/local env)"); exits 77 without them.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+if [[ -z "${KUBECTL:-}" || -z "${KUBECONFIG:-}" ]]; then
+  echo "crd: no cluster (run inside: eval \"\$(e2e/local env)\"); skipped"
+  exit 77
+fi
+k() { "$KUBECTL" "$@"; }
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok   $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+
+k apply -f "$root/manifests/crd.yaml" >/dev/null || { echo "crd: apply failed"; echo "0 passed, 1 failed"; exit 1; }
+k wait --for=condition=Established --timeout=30s crd/meshautoscalers.autoscaling.meshscaler.io >/dev/null
+# A namespace of its own per run: a deleted one lingers while it terminates.
+ns="crd-test-$$-$RANDOM"
+k create namespace "$ns" >/dev/null || { echo "crd: cannot create namespace $ns"; echo "0 passed, 1 failed"; exit 1; }
+
+# --- a valid object, and the defaults the API server fills in
+if out=$(k apply -n "$ns" -f "$here/valid-full.yaml" 2>&1); then ok "the SPEC example is accepted"; else fail "the SPEC example is refused: $out"; fi
+get() { k get mas api -n "$ns" -o "jsonpath=$1"; }
+check_default() { # jsonpath expected what
+  local got
+  got="$(get "$1")"
+  if [[ "$got" == "$2" ]]; then ok "default $3 = $2"; else fail "default $3: want $2, got '$got'"; fi
+}
+check_default '{.spec.dryRun}' false dryRun
+check_default '{.spec.guardrails.downstream[0].maxUtilization}' 0.7 maxUtilization
+check_default '{.spec.guardrails.retryStorm.threshold}' 0.3 retryStorm.threshold
+check_default '{.spec.fallback.failureThreshold}' 3 fallback.failureThreshold
+check_default '{.spec.fallback.mode}' Static fallback.mode
+header="$(k get mas -n "$ns" 2>&1 | head -n 1)"
+if [[ "$header" =~ ^NAME\ +REFERENCE\ +TARGETS\ +MINPODS\ +MAXPODS\ +REPLICAS\ +DESIRED\ +REASON\ +AGE ]]; then
+  ok "printer columns: $header"
+else
+  fail "printer columns: $header"
+fi
+if k get meshautoscaler api -n "$ns" >/dev/null 2>&1 && k get mas api -n "$ns" >/dev/null 2>&1; then
+  ok "short name mas and singular work"
+else
+  fail "short name or singular missing"
+fi
+status_patch='{"status":{"observedGeneration":1,"reference":"Deployment/api","currentReplicas":4,"desiredReplicas":8,"conditions":[{"type":"AbleToScale","status":"True","reason":"SucceededRescale","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}'
+if out=$(k patch mas api -n "$ns" --subresource=status --type=merge -p "$status_patch" 2>&1); then
+  ok "status subresource takes a status"
+else
+  fail "status subresource: $out"
+fi
+
+# --- invalid objects: NAME | yq-free JSON patch on the valid object | expected message
+refuse() { # name, json merge patch applied to the valid spec, expected substring
+  local name="$1" patch="$2" want="$3" obj out
+  obj="$(k create --dry-run=client -f "$here/valid-full.yaml" -o json 2>/dev/null |
+    python3 -c 'import json,sys; o=json.load(sys.stdin); p=json.loads(sys.argv[1])
+def merge(a,b):
+    for k,v in b.items():
+        if v is None: a.pop(k,None)
+        elif isinstance(v,dict) and isinstance(a.get(k),dict): merge(a[k],v)
+        else: a[k]=v
+merge(o,p); o["metadata"]["name"]="bad"; o["metadata"].pop("namespace",None); print(json.dumps(o))' "$patch")"
+  if out=$(printf '%s' "$obj" | k create -n "$ns" -f - 2>&1); then
+    fail "$name: accepted"
+    k delete mas bad -n "$ns" >/dev/null 2>&1
+  elif [[ "$out" == *"$want"* ]]; then
+    ok "$name: refused ($want)"
+  else
+    fail "$name: refused, but without \"$want\": $out"
+  fi
+}
+m_sidecar='{"name":"sidecar","type":"SidecarConcurrency","sidecarConcurrency":{"proxy":"envoy"},"target":{"type":"Utilization","averageUtilization":70}}'
+refuse "minReplicas above maxReplicas" '{"spec":{"minReplicas":50}}' "minReplicas must be less than or equal to maxReplicas"
+refuse "no metrics" '{"spec":{"metrics":[]}}' "spec.metrics"
+refuse "duplicate metric names" "{\"spec\":{\"metrics\":[$m_sidecar,$m_sidecar],\"guardrails\":null}}" "metric names must be unique"
+refuse "source block of another type" '{"spec":{"metrics":[{"name":"x","type":"Prometheus","sidecarCPU":{"container":"c"},"target":{"type":"Utilization","averageUtilization":70}}],"guardrails":null}}' "exactly the source block of its type"
+refuse "target field of another type" '{"spec":{"metrics":[{"name":"x","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"Utilization","averageValue":"5"}}],"guardrails":null}}' "exactly the field of its type"
+refuse "unknown target type" '{"spec":{"metrics":[{"name":"x","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"Average","averageValue":"5"}}],"guardrails":null}}' 'Unsupported value: "Average"'
+refuse "quantity that is not one" '{"spec":{"metrics":[{"name":"x","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"AverageValue","averageValue":"lots"}}],"guardrails":null}}' "must be a positive quantity"
+refuse "zero target" '{"spec":{"metrics":[{"name":"x","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"Value","value":0}}],"guardrails":null}}' "must be a positive quantity"
+refuse "utilization 0" '{"spec":{"metrics":[{"name":"x","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"Utilization","averageUtilization":0}}],"guardrails":null}}' "averageUtilization"
+refuse "unknown proxy" '{"spec":{"metrics":[{"name":"sidecar","type":"SidecarConcurrency","sidecarConcurrency":{"proxy":"nginx"},"target":{"type":"Utilization","averageUtilization":70}}]}}' 'Unsupported value: "nginx"'
+refuse "downstream without a limit" '{"spec":{"guardrails":{"downstream":[{"name":"lb","usageQuery":"u","perReplica":4}]}}}' "a downstream needs limit or limitQuery"
+refuse "maxUtilization above 1" '{"spec":{"guardrails":{"downstream":[{"name":"lb","usageQuery":"u","limit":100,"perReplica":4,"maxUtilization":1.5}]}}}' "maxUtilization must be in (0, 1]"
+refuse "retry threshold 1" '{"spec":{"guardrails":{"retryStorm":{"retryShareQuery":"q","threshold":1}}}}' "threshold must be in [0, 1)"
+refuse "saturation of an unknown metric" '{"spec":{"guardrails":{"saturation":[{"metric":"nope","rejectedQuery":"r","admittedQuery":"a"}]}}}' "must name a metric of spec.metrics"
+refuse "policy period too long" '{"spec":{"behavior":{"scaleUp":{"policies":[{"type":"Pods","value":4,"periodSeconds":1801}]}}}}' "periodSeconds"
+refuse "window too long" '{"spec":{"behavior":{"scaleDown":{"stabilizationWindowSeconds":3601}}}}' "stabilizationWindowSeconds"
+refuse "negative tolerance" '{"spec":{"behavior":{"scaleUp":{"tolerance":"-0.1"}}}}' "tolerance must be a non-negative quantity"
+refuse "fallback without replicas" '{"spec":{"fallback":{"failureThreshold":2,"replicas":null}}}' "spec.fallback.replicas: Required value"
+refuse "bad metric name" '{"spec":{"metrics":[{"name":"no spaces","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"Value","value":1}}],"guardrails":null}}' "spec.metrics[0].name"
+refuse "missing scaleTargetRef" '{"spec":{"scaleTargetRef":null}}' "scaleTargetRef"
+
+k delete namespace "$ns" --wait=false >/dev/null 2>&1
+echo "crd: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
