@@ -1,0 +1,402 @@
+/*
+ * metrics.c - the registry behind /metrics.
+ *
+ * Each family keeps its series in an array plus an open-addressing index
+ * keyed by the joined label values, so updating one of 10,000 per-object
+ * gauges costs a hash, not a scan.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meshscaler/metrics.h"
+
+typedef struct {
+    char *key;                               /* label values joined by '\x1f'; owned */
+    char *values[MS_METRICS_MAX_LABELS];     /* owned copies */
+    double value;                            /* counter/gauge value, histogram sum */
+    uint64_t count;                          /* histogram count */
+    uint64_t *buckets;                       /* histogram per-bucket counts */
+} series_t;
+
+typedef struct {
+    ms_metric_kind_t kind;
+    const char *name;
+    const char *help;
+    const char *labels[MS_METRICS_MAX_LABELS];
+    size_t nlabels;
+    double *bounds;
+    size_t nbounds;
+    series_t *series;
+    size_t nseries, cap;
+    size_t *index; /* slot -> series index + 1; 0 is empty */
+    size_t index_cap;
+} family_t;
+
+struct ms_metrics {
+    pthread_mutex_t lock;
+    family_t *families;
+    size_t nfamilies;
+};
+
+ms_metrics_t *ms_metrics_new(void)
+{
+    ms_metrics_t *m = calloc(1, sizeof *m);
+
+    if (m != NULL)
+        pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+static void series_free(series_t *s, size_t nlabels)
+{
+    free(s->key);
+    for (size_t i = 0; i < nlabels; i++)
+        free(s->values[i]);
+    free(s->buckets);
+    memset(s, 0, sizeof *s);
+}
+
+void ms_metrics_free(ms_metrics_t *m)
+{
+    if (m == NULL)
+        return;
+    for (size_t f = 0; f < m->nfamilies; f++) {
+        family_t *fam = &m->families[f];
+        for (size_t i = 0; i < fam->nseries; i++)
+            series_free(&fam->series[i], fam->nlabels);
+        free(fam->series);
+        free(fam->index);
+        free(fam->bounds);
+    }
+    free(m->families);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+int ms_metrics_family(ms_metrics_t *m, ms_metric_kind_t kind, const char *name, const char *help,
+                      const char *const *labels, size_t nlabels, const double *buckets,
+                      size_t nbuckets)
+{
+    family_t *fams, *fam;
+    int id = -1;
+
+    if (nlabels > MS_METRICS_MAX_LABELS)
+        return -1;
+    pthread_mutex_lock(&m->lock);
+    fams = realloc(m->families, (m->nfamilies + 1) * sizeof *fams);
+    if (fams == NULL)
+        goto out;
+    m->families = fams;
+    fam = &fams[m->nfamilies];
+    memset(fam, 0, sizeof *fam);
+    fam->kind = kind;
+    fam->name = name;
+    fam->help = help;
+    fam->nlabels = nlabels;
+    for (size_t i = 0; i < nlabels; i++)
+        fam->labels[i] = labels[i];
+    if (kind == MS_METRIC_HISTOGRAM && nbuckets > 0) {
+        fam->bounds = malloc(nbuckets * sizeof *fam->bounds);
+        if (fam->bounds == NULL)
+            goto out;
+        memcpy(fam->bounds, buckets, nbuckets * sizeof *fam->bounds);
+        fam->nbounds = nbuckets;
+    }
+    id = (int)m->nfamilies++;
+out:
+    pthread_mutex_unlock(&m->lock);
+    return id;
+}
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static char *join(const char *const *values, size_t n)
+{
+    size_t len = 1;
+    char *key, *p;
+
+    for (size_t i = 0; i < n; i++)
+        len += strlen(values[i] ? values[i] : "") + 1;
+    key = malloc(len);
+    if (key == NULL)
+        return NULL;
+    p = key;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(values[i] ? values[i] : "");
+        memcpy(p, values[i] ? values[i] : "", l);
+        p += l;
+        *p++ = '\x1f';
+    }
+    *p = '\0';
+    return key;
+}
+
+static void index_insert(size_t *index, size_t cap, const char *key, size_t i)
+{
+    size_t slot = hash(key) & (cap - 1);
+
+    while (index[slot] != 0)
+        slot = (slot + 1) & (cap - 1);
+    index[slot] = i + 1;
+}
+
+/* Rebuild the index with room for twice the series (linear probing stays
+ * short below half full). */
+static bool reindex(family_t *fam)
+{
+    size_t cap = 16;
+    size_t *index;
+
+    while (cap < fam->nseries * 2 + 2)
+        cap *= 2;
+    index = calloc(cap, sizeof *index);
+    if (index == NULL)
+        return false;
+    for (size_t i = 0; i < fam->nseries; i++)
+        index_insert(index, cap, fam->series[i].key, i);
+    free(fam->index);
+    fam->index = index;
+    fam->index_cap = cap;
+    return true;
+}
+
+/* The series for these values, created when create is set; NULL otherwise
+ * (or on allocation failure, when the update is dropped rather than abort
+ * the controller over a metric). */
+static series_t *lookup(family_t *fam, const char *const *values, bool create)
+{
+    char *key = join(values, fam->nlabels);
+    series_t *s = NULL;
+    size_t slot;
+
+    if (key == NULL)
+        return NULL;
+    if (fam->index_cap > 0) {
+        slot = hash(key) & (fam->index_cap - 1);
+        while (fam->index[slot] != 0) {
+            size_t i = fam->index[slot];
+            if (strcmp(fam->series[i - 1].key, key) == 0) {
+                free(key);
+                return &fam->series[i - 1];
+            }
+            slot = (slot + 1) & (fam->index_cap - 1);
+        }
+    }
+    if (!create)
+        goto out;
+    if (fam->nseries == fam->cap) {
+        size_t cap = fam->cap ? fam->cap * 2 : 8;
+        series_t *arr = realloc(fam->series, cap * sizeof *arr);
+        if (arr == NULL)
+            goto out;
+        fam->series = arr;
+        fam->cap = cap;
+    }
+    s = &fam->series[fam->nseries];
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < fam->nlabels; i++)
+        if ((s->values[i] = strdup(values[i] ? values[i] : "")) == NULL)
+            goto fail;
+    if (fam->kind == MS_METRIC_HISTOGRAM &&
+        (s->buckets = calloc(fam->nbounds + 1, sizeof *s->buckets)) == NULL)
+        goto fail;
+    s->key = key;
+    key = NULL;
+    fam->nseries++;
+    if (fam->nseries * 2 + 2 > fam->index_cap) {
+        if (!reindex(fam)) {
+            fam->nseries--;
+            series_free(s, fam->nlabels);
+            return NULL;
+        }
+    } else {
+        index_insert(fam->index, fam->index_cap, s->key, fam->nseries - 1);
+    }
+    return s;
+fail:
+    series_free(s, fam->nlabels);
+    s = NULL;
+out:
+    free(key);
+    return s;
+}
+
+static family_t *family(ms_metrics_t *m, int id)
+{
+    return id >= 0 && (size_t)id < m->nfamilies ? &m->families[id] : NULL;
+}
+
+void ms_metrics_add(ms_metrics_t *m, int id, const char *const *values, double delta)
+{
+    family_t *fam;
+    series_t *s;
+
+    pthread_mutex_lock(&m->lock);
+    if ((fam = family(m, id)) != NULL && (s = lookup(fam, values, true)) != NULL)
+        s->value += delta;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void ms_metrics_set(ms_metrics_t *m, int id, const char *const *values, double value)
+{
+    family_t *fam;
+    series_t *s;
+
+    pthread_mutex_lock(&m->lock);
+    if ((fam = family(m, id)) != NULL && (s = lookup(fam, values, true)) != NULL)
+        s->value = value;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void ms_metrics_observe(ms_metrics_t *m, int id, const char *const *values, double value)
+{
+    family_t *fam;
+    series_t *s;
+
+    pthread_mutex_lock(&m->lock);
+    if ((fam = family(m, id)) != NULL && fam->kind == MS_METRIC_HISTOGRAM &&
+        (s = lookup(fam, values, true)) != NULL) {
+        size_t b = 0;
+        while (b < fam->nbounds && value > fam->bounds[b])
+            b++;
+        s->buckets[b]++; /* per-bucket counts; cumulated when rendered */
+        s->count++;
+        s->value += value;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void ms_metrics_remove(ms_metrics_t *m, int id, const char *const *values)
+{
+    family_t *fam;
+    series_t *s;
+
+    pthread_mutex_lock(&m->lock);
+    if ((fam = family(m, id)) != NULL && (s = lookup(fam, values, false)) != NULL) {
+        size_t i = (size_t)(s - fam->series);
+        /* Move the last series into the hole and rebuild the index: removals
+         * are rare (an object was deleted). */
+        series_free(s, fam->nlabels);
+        if (i != fam->nseries - 1)
+            fam->series[i] = fam->series[fam->nseries - 1];
+        fam->nseries--;
+        reindex(fam);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+static ms_err_t put(ms_buf_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static ms_err_t put(ms_buf_t *out, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return MS_ERR_IO;
+    return ms_buf_append(out, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Label values escaped as the exposition format wants: \\, \" and \n. */
+static ms_err_t put_labels(ms_buf_t *out, const family_t *fam, const series_t *s, const char *le)
+{
+    ms_err_t err = MS_OK;
+    bool any = fam->nlabels > 0 || le != NULL;
+
+    if (!any)
+        return MS_OK;
+    err = ms_buf_append(out, "{", 1);
+    for (size_t i = 0; i < fam->nlabels && err == MS_OK; i++) {
+        err = put(out, "%s%s=\"", i ? "," : "", fam->labels[i]);
+        for (const char *c = s->values[i]; *c && err == MS_OK; c++) {
+            if (*c == '\\' || *c == '"')
+                err = put(out, "\\%c", *c);
+            else if (*c == '\n')
+                err = ms_buf_append(out, "\\n", 2);
+            else
+                err = ms_buf_append(out, c, 1);
+        }
+        if (err == MS_OK)
+            err = ms_buf_append(out, "\"", 1);
+    }
+    if (le != NULL && err == MS_OK)
+        err = put(out, "%sle=\"%s\"", fam->nlabels ? "," : "", le);
+    if (err == MS_OK)
+        err = ms_buf_append(out, "}", 1);
+    return err;
+}
+
+static const char *format_value(double v, char *buf, size_t len)
+{
+    if (isnan(v))
+        return "NaN";
+    if (isinf(v))
+        return v > 0 ? "+Inf" : "-Inf";
+    snprintf(buf, len, "%.17g", v);
+    return buf;
+}
+
+ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
+{
+    static const char *const kinds[] = {"counter", "gauge", "histogram"};
+    ms_err_t err = MS_OK;
+    char num[40], le[40];
+
+    pthread_mutex_lock(&m->lock);
+    for (size_t f = 0; f < m->nfamilies && err == MS_OK; f++) {
+        const family_t *fam = &m->families[f];
+
+        err = put(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, kinds[fam->kind]);
+        for (size_t i = 0; i < fam->nseries && err == MS_OK; i++) {
+            const series_t *s = &fam->series[i];
+
+            if (fam->kind != MS_METRIC_HISTOGRAM) {
+                err = put(out, "%s", fam->name);
+                if (err == MS_OK)
+                    err = put_labels(out, fam, s, NULL);
+                if (err == MS_OK)
+                    err = put(out, " %s\n", format_value(s->value, num, sizeof num));
+                continue;
+            }
+            uint64_t cumulative = 0;
+            for (size_t b = 0; b <= fam->nbounds && err == MS_OK; b++) {
+                cumulative += s->buckets[b];
+                if (b < fam->nbounds)
+                    format_value(fam->bounds[b], le, sizeof le);
+                err = put(out, "%s_bucket", fam->name);
+                if (err == MS_OK)
+                    err = put_labels(out, fam, s, b < fam->nbounds ? le : "+Inf");
+                if (err == MS_OK)
+                    err = put(out, " %llu\n", (unsigned long long)cumulative);
+            }
+            if (err == MS_OK)
+                err = put(out, "%s_sum", fam->name);
+            if (err == MS_OK)
+                err = put_labels(out, fam, s, NULL);
+            if (err == MS_OK)
+                err = put(out, " %s\n%s_count", format_value(s->value, num, sizeof num), fam->name);
+            if (err == MS_OK)
+                err = put_labels(out, fam, s, NULL);
+            if (err == MS_OK)
+                err = put(out, " %llu\n", (unsigned long long)s->count);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return err;
+}
