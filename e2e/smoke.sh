@@ -36,6 +36,9 @@ eventually() {
   done
 }
 
+# forbidden CMD...: CMD must fail (the API server refuses it).
+forbidden() { ! "$@" >/dev/null 2>&1; }
+
 STARTED_PIDS=""
 down_done=0
 bring_down() {
@@ -64,7 +67,15 @@ on_exit() {
 trap on_exit EXIT
 trap 'exit 130' INT TERM
 
-# --- up -----------------------------------------------------------------------------
+# --- build and up ----------------------------------------------------------------------
+# The first build on a fresh machine takes minutes: let its progress lines show (stderr).
+t0=$SECONDS
+if "$LOCAL" build >&2; then
+  pass "build the control plane ($((SECONDS - t0)) s)"
+else
+  fail "build the control plane"
+  exit 1
+fi
 t0=$SECONDS
 if "$LOCAL" up > "$MESHSCALER_E2E_STATE.up.log" 2>&1; then
   pass "e2e/local up ($((SECONDS - t0)) s)"
@@ -89,6 +100,36 @@ if [ -f "$REPO/manifests/crd.yaml" ]; then
   check "the CRD is established" "${K[@]}" wait --for=condition=Established --timeout=30s \
     crd/meshautoscalers.autoscaling.meshscaler.io
   check "restricted identity can list meshautoscalers" "${R[@]}" get meshautoscalers -A
+  check "restricted identity can patch meshautoscalers/status" "${R[@]}" auth can-i patch \
+    meshautoscalers.autoscaling.meshscaler.io --subresource=status -n "$NS"
+  # An object shaped like SPEC.md's example must be accepted by the CRD's schema.
+  check "a MeshAutoscaler like SPEC.md's example is accepted" "${K[@]}" apply -f - <<'EOF'
+apiVersion: autoscaling.meshscaler.io/v1alpha1
+kind: MeshAutoscaler
+metadata: {name: api, namespace: default}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  minReplicas: 2
+  maxReplicas: 40
+  metrics:
+  - name: sidecar
+    type: SidecarConcurrency
+    sidecarConcurrency: {proxy: envoy, limit: 100}
+    target: {type: Utilization, averageUtilization: 70}
+  - name: rps
+    type: Prometheus
+    prometheus: {query: 'sum(rate(http_requests_total{namespace="{{namespace}}",pod=~"{{podRegex}}"}[1m]))'}
+    target: {type: AverageValue, averageValue: "120"}
+  guardrails:
+    downstream:
+    - {name: edge-lb, usageQuery: 'sum(haproxy_frontend_current_sessions{proxy="edge"})', limit: 20000, perReplica: 40, maxUtilization: 0.7}
+  fallback: {failureThreshold: 3, replicas: 6, mode: Static}
+EOF
+  check "restricted identity can write a MeshAutoscaler's status" "${R[@]}" -n default patch \
+    meshautoscalers.autoscaling.meshscaler.io api --subresource=status --type=merge \
+    -p '{"status":{"desiredReplicas":3}}'
+  check "restricted identity cannot change a MeshAutoscaler's spec" forbidden "${R[@]}" -n default \
+    patch meshautoscalers.autoscaling.meshscaler.io api --type=merge -p '{"spec":{"maxReplicas":3}}'
 fi
 
 # --- a Deployment through kube-controller-manager --------------------------------------
@@ -131,7 +172,6 @@ kind: Lease
 metadata: {name: meshscaler-smoke}
 spec: {holderIdentity: smoke}
 EOF
-forbidden() { ! "$@" >/dev/null 2>&1; }
 check "restricted identity cannot list secrets" forbidden "${R[@]}" get secrets -A
 check "restricted identity cannot patch the Deployment itself" forbidden "${R[@]}" -n "$NS" \
   patch deployment web --type=merge -p '{"metadata":{"labels":{"x":"y"}}}'
@@ -153,9 +193,12 @@ check "prometheus has haproxy_frontend_limit_sessions=500" eventually 15 limit50
 # --- down ---------------------------------------------------------------------------------
 bring_down
 check "e2e/local down removed the state" test ! -e "$MESHSCALER_E2E_STATE/ports.env"
+# alive PID: the process exists and is not a zombie. Our processes are reparented to
+# PID 1 when e2e/local exits, and an exited one stays a zombie until PID 1 reaps it.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 left=""
 for pid in $STARTED_PIDS; do
-  if kill -0 "$pid" 2>/dev/null; then left+="$pid($(tr '\0' ' ' < "/proc/$pid/cmdline" | cut -c1-60)) "; fi
+  if alive "$pid"; then left+="$pid($(tr '\0' ' ' < "/proc/$pid/cmdline" | cut -c1-60)) "; fi
 done
 check "no started process remains (pids: ${STARTED_PIDS:-none})" test -z "$left"
 [ -z "$left" ] || echo "    left running: $left"
