@@ -9,6 +9,8 @@
 #   fuzz            each libFuzzer target for FUZZ_SECONDS (default 30)
 #   bench           bench/engine figures (printed, not asserted)
 #   e2e-smoke       the real control plane, Prometheus and HAProxy (e2e/)
+#   integration     against one shared environment from e2e/local: the CRD,
+#                   and every tests/integration/*/run.sh
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
 set -uo pipefail
 
@@ -94,12 +96,30 @@ e2e_smoke() {
   e2e/smoke.sh
 }
 
+# One environment for every integration runner; each runner exits 77 when
+# it lacks what it needs, which counts as a failure here (CI has it all).
+integration() (
+  export MESHSCALER_E2E_STATE="$root/build-e2e-state"
+  export MS_IT_BUILD=build-san # the sanitizer build of the unit suite
+  e2e/local down >/dev/null 2>&1 || true
+  e2e/local up >/dev/null || { e2e/local logs kube-apiserver 2>&1 | tail -20; exit 1; }
+  eval "$(e2e/local env)"
+  rc=0
+  for runner in tests/integration/*/run.sh; do
+    echo "--- $runner"
+    bash "$runner" || rc=1
+  done
+  e2e/local down >/dev/null || rc=1
+  exit $rc
+)
+
 suite deps bash scripts/install-deps.sh build fuzz valgrind
 suite unit+scenarios unit_and_scenarios
 suite valgrind under_valgrind
 suite fuzz fuzz
 suite bench bench
 suite e2e-smoke e2e_smoke
+suite integration integration
 
 echo
 if [[ $failed -gt 0 ]]; then

@@ -28,7 +28,11 @@
     X(UNAVAILABLE, "server unavailable")                                       \
     X(TLS, "TLS failure")                                                      \
     X(HTTP, "unexpected HTTP status")                                          \
-    X(CANCELLED, "cancelled")
+    X(CANCELLED, "cancelled")                                                  \
+    X(CONFLICT, "conflicting change")                                          \
+    X(GONE, "resource version expired")                                        \
+    X(FORBIDDEN, "permission denied")                                          \
+    X(UNAUTHORIZED, "not authenticated")
 
 typedef enum {
 #define MS__ERR_ENUM(name, msg) MS_ERR_##name,

@@ -186,6 +186,15 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx)
     char value[128];
 
     if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        const char *sp = memchr(line, ' ', len);
+        long code = 0;
+
+        /* The status is known here, before the body: streaming sinks read
+         * resp->status to tell a watch stream from an error Status. */
+        if (sp != NULL)
+            for (sp++; sp < line + len && *sp >= '0' && *sp <= '9' && code < 1000; sp++)
+                code = code * 10 + (*sp - '0');
+        t->resp->status = code;
         t->resp->retry_after_seconds = -1;
         t->resp->content_type[0] = '\0';
         return len;
@@ -267,7 +276,7 @@ static void set_blob(CURL *e, CURLoption opt, const char *data, size_t len)
 }
 
 /* Prepare t->easy for t->req. On failure the caller frees the transfer. */
-static ms_err_t setup(ms_http_client_t *c, transfer_t *t)
+static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
 {
     const ms_http_request_t *r = t->req;
     CURL *e = curl_easy_init();
@@ -284,7 +293,12 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t)
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* prefer a stream on an existing h2 connection */
+    /* Within a batch (one multi handle) wait for a stream on an existing h2
+     * connection rather than open another. Never for ms_http_do: threads
+     * share connections only through the share, which cannot multiplex one
+     * connection across easy handles, so a waiting handle would wait for a
+     * connection another thread holds (for a whole watch), past its timeout. */
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, in_batch ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
@@ -375,9 +389,16 @@ static void finish(transfer_t *t, CURLcode rc)
 
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &resp->status);
     curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &resp->total_seconds);
+    curl_easy_getinfo(t->easy, CURLINFO_NUM_CONNECTS, &resp->new_connections);
     curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &version);
     resp->http_version = version == CURL_HTTP_VERSION_2_0 ? 2 : 1;
 
+    /* Go's HTTP/2 server answers an error status before reading a request
+     * body and then resets the stream; libcurl may call that a partial
+     * transfer although the status (and the small error body) arrived. */
+    if (resp->status >= 400 && (rc == CURLE_PARTIAL_FILE || rc == CURLE_HTTP2_STREAM ||
+                                rc == CURLE_HTTP2 || rc == CURLE_RECV_ERROR))
+        rc = CURLE_OK;
     switch (rc) {
     case CURLE_OK:
         resp->err = MS_OK;
@@ -428,7 +449,7 @@ ms_err_t ms_http_do(ms_http_client_t *c, const ms_http_request_t *req, ms_http_r
     memset(&t, 0, sizeof t);
     t.req = req;
     t.resp = resp;
-    err = setup(c, &t);
+    err = setup(c, &t, false);
     if (err != MS_OK) {
         resp->err = ms_errf(resp->error, sizeof resp->error, err, "%s %s: cannot prepare the request",
                             req->method ? req->method : "GET", req->url);
@@ -504,7 +525,7 @@ ms_err_t ms_http_batch_run(ms_http_batch_t *b)
         /* Keep at most max_in_flight transfers going. */
         while (next < b->n && running < b->max_in_flight) {
             transfer_t *t = &b->items[next++];
-            ms_err_t serr = setup(b->client, t);
+            ms_err_t serr = setup(b->client, t, true);
 
             if (serr == MS_OK && curl_multi_add_handle(b->multi, t->easy) == CURLM_OK) {
                 running++;
@@ -533,7 +554,9 @@ ms_err_t ms_http_batch_run(ms_http_batch_t *b)
             running--;
             done++;
         }
-        if (done < b->n && running > 0 && curl_multi_poll(b->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+        /* Wait only when no finished slot can take the next request. */
+        if (done < b->n && running > 0 && !(next < b->n && running < b->max_in_flight) &&
+            curl_multi_poll(b->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
             err = MS_ERR_IO;
             break;
         }

@@ -1,0 +1,137 @@
+/*
+ * informer.h - list, watch, and a local cache of watched objects that hands
+ * the controller add/update/delete notifications (client-go's reflector +
+ * store + informer, smaller).
+ *
+ * An informer lists a collection page by page (limit/continue), then watches
+ * from the list's resourceVersion with bookmarks and a server-side timeout.
+ * It resumes from the last resourceVersion it saw after any disconnect, with
+ * exponential backoff and jitter, and relists in full on 410 Gone / "too old
+ * resource version" (an HTTP 410 or an ERROR event with code 410). A relist
+ * is diffed against the cache, so deletions made while the watch was down
+ * arrive as DELETED notifications.
+ *
+ * Threads: each informer runs one background thread. Notifications are
+ * called on that thread, one at a time, with no lock held: a handler may call
+ * ms_kube_informer_get() but must not block for long or free the informer.
+ * Objects passed to a handler are borrowed for the duration of the call and
+ * are read-only. ms_kube_informer_get/size/foreach/stats may be called from
+ * any thread. The client must outlive the informer.
+ */
+#ifndef MESHSCALER_INFORMER_H
+#define MESHSCALER_INFORMER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "meshscaler/kube.h"
+
+/* Longest watch line (one event) accepted; longer ones end the watch. */
+#define MS_KUBE_MAX_EVENT (16u * 1024u * 1024u)
+
+/* ---- one list, one watch ---- */
+
+typedef enum {
+    MS_KUBE_EV_ADDED,
+    MS_KUBE_EV_MODIFIED,
+    MS_KUBE_EV_DELETED,
+    MS_KUBE_EV_BOOKMARK,
+    MS_KUBE_EV_ERROR
+} ms_kube_event_type_t;
+
+/* Decode one watch line {"type": T, "object": {...}}. On success *object is
+ * detached from the line and the caller's. The object must be a JSON object
+ * with metadata.resourceVersion (ERROR events: a Status). MS_ERR_PARSE with
+ * errbuf set otherwise; *object is then NULL. */
+ms_err_t ms_kube_watch_decode(const char *line, size_t len, ms_kube_event_type_t *type,
+                              cJSON **object, char *errbuf, size_t errlen);
+
+/* Called for every listed item; item is borrowed (detach it to keep it). */
+typedef ms_err_t (*ms_kube_item_fn)(void *ctx, cJSON *item);
+
+/* List path (a collection) in pages of limit items (0: 500), calling fn per
+ * item; rv[rvcap] receives the list's resourceVersion. A continue token that
+ * expired mid-list restarts the list once. Returns the first error of the
+ * requests or of fn. */
+ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector,
+                      long limit, ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap,
+                      unsigned long *pages, ms_kube_error_t *kerr);
+
+/* Called for ADDED, MODIFIED, DELETED and BOOKMARK events; the object is
+ * passed to fn, which owns it afterwards. A non-OK return ends the watch
+ * with that error. */
+typedef ms_err_t (*ms_kube_watch_fn)(void *ctx, ms_kube_event_type_t type, cJSON *object);
+
+/* Watch path from resourceVersion rv with bookmarks, for timeout_seconds on
+ * the server side. Returns MS_OK when the server closed the watch normally,
+ * MS_ERR_GONE for 410 (status or ERROR event; relist), MS_ERR_TOOLARGE for an
+ * oversized line, MS_ERR_PARSE for a line that is not an event, MS_ERR_CANCELLED
+ * when *cancel turned true, else the transport or status error. */
+ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
+                       const char *label_selector, long timeout_seconds, ms_kube_watch_fn fn,
+                       void *ctx, const atomic_bool *cancel, ms_kube_error_t *kerr);
+
+/* ---- the informer ---- */
+
+typedef enum { MS_KUBE_ADDED, MS_KUBE_UPDATED, MS_KUBE_DELETED } ms_kube_change_t;
+
+/* obj: the new object (the last known one for DELETED); old: the previous
+ * one for UPDATED, else NULL. Both borrowed for the call. */
+typedef void (*ms_kube_notify_fn)(void *ctx, ms_kube_change_t change, const cJSON *obj,
+                                  const cJSON *old);
+
+typedef struct {
+    const char *path;           /* collection: "/api/v1/namespaces/ns/configmaps" */
+    const char *label_selector; /* NULL: everything */
+    long page_size;             /* 0: 500 */
+    long watch_timeout_seconds; /* 0: random in [300, 600) as client-go */
+    double backoff_initial;     /* 0: 0.8 s */
+    double backoff_max;         /* 0: 30 s */
+    bool keep_managed_fields;   /* false: drop metadata.managedFields (memory) */
+    ms_kube_notify_fn notify;   /* may be NULL */
+    void *ctx;
+} ms_kube_informer_options_t;
+
+typedef struct {
+    unsigned long lists;      /* full lists (the first one and relists) */
+    unsigned long relists;    /* lists after 410 */
+    unsigned long list_pages;
+    unsigned long watches;    /* watch requests started */
+    unsigned long events;     /* ADDED/MODIFIED/DELETED received */
+    unsigned long bookmarks;
+    unsigned long errors;     /* failed lists and watches */
+    unsigned long notifications;
+    size_t objects;
+    char resource_version[64]; /* last seen */
+} ms_kube_informer_stats_t;
+
+typedef struct ms_kube_informer ms_kube_informer_t;
+
+/* New, not yet running informer; the options' strings are copied. NULL on
+ * allocation failure. */
+ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_informer_options_t *o);
+/* Start the background thread. MS_ERR_IO if it cannot be created. */
+ms_err_t ms_kube_informer_start(ms_kube_informer_t *inf);
+/* Wait until the first list is in the cache; false on timeout. */
+bool ms_kube_informer_wait_synced(ms_kube_informer_t *inf, double timeout_seconds);
+/* Stop the thread (cancelling the watch), join it, free the cache. NULL does nothing. */
+void ms_kube_informer_free(ms_kube_informer_t *inf);
+
+/* A deep copy of the cached object with key "namespace/name" (or "name" for
+ * cluster-scoped objects); the caller owns it. NULL when absent. */
+cJSON *ms_kube_informer_get(ms_kube_informer_t *inf, const char *key);
+size_t ms_kube_informer_size(ms_kube_informer_t *inf);
+/* Call fn for every cached object under the cache's read lock: fn must not
+ * call back into the informer. obj is borrowed. */
+void ms_kube_informer_foreach(ms_kube_informer_t *inf,
+                              void (*fn)(void *ctx, const char *key, const cJSON *obj), void *ctx);
+void ms_kube_informer_stats(ms_kube_informer_t *inf, ms_kube_informer_stats_t *out);
+
+/* "namespace/name" of obj into buf; false when metadata.name is missing or
+ * the key does not fit. */
+bool ms_kube_object_key(const cJSON *obj, char *buf, size_t cap);
+
+#endif

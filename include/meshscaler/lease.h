@@ -1,0 +1,54 @@
+/*
+ * lease.h - leader election on a coordination.k8s.io/v1 Lease, with
+ * client-go's algorithm and defaults: lease duration 15 s, renew deadline
+ * 10 s, retry period 2 s, optimistic (resourceVersion) updates, and release
+ * on shutdown so a successor does not wait out the lease.
+ *
+ * A candidate takes the lease when it is absent, released (no holder), or
+ * has not changed for a lease duration as measured on the candidate's own
+ * monotonic clock (never the holder's timestamps: clocks may be skewed). It
+ * dates a change to its previous look (which still saw the old version, at
+ * most (duration - renew deadline)/2 back) and wakes when the lease expires,
+ * so a crashed leader is replaced within the lease duration of its last
+ * renewal. A leader renews every retry period and gives up leadership when
+ * it could not renew for the renew deadline, so it stops acting at least
+ * (duration - renew deadline)/2 = 2.5 s before anyone else can take over.
+ *
+ * Threads: the elector runs one thread; the callbacks run on it, one at a
+ * time. ms_kube_elector_is_leader() may be called from any thread. Needs
+ * get, create and update on leases.
+ */
+#ifndef MESHSCALER_LEASE_H
+#define MESHSCALER_LEASE_H
+
+#include <stdbool.h>
+
+#include "meshscaler/kube.h"
+
+typedef struct {
+    const char *namespace_;
+    const char *name;
+    const char *identity;   /* unique per process: "hostname_pid" */
+    double lease_duration;  /* 0: 15 s */
+    double renew_deadline;  /* 0: 10 s */
+    double retry_period;    /* 0: 2 s */
+    void (*on_started_leading)(void *ctx);
+    void (*on_stopped_leading)(void *ctx);
+    void (*on_new_leader)(void *ctx, const char *identity); /* "" when released */
+    void *ctx;
+} ms_kube_lease_options_t;
+
+typedef struct ms_kube_elector ms_kube_elector_t;
+
+/* Strings are copied. NULL with errbuf set when the options are invalid
+ * (renew_deadline must be < lease_duration, retry_period < renew_deadline). */
+ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_options_t *o,
+                                       char *errbuf, size_t errlen);
+/* Start campaigning on the elector's thread. MS_ERR_IO if it cannot start. */
+ms_err_t ms_kube_elector_start(ms_kube_elector_t *e);
+bool ms_kube_elector_is_leader(ms_kube_elector_t *e);
+/* Stop: a leader releases the lease (holder "" and duration 1 s), calls
+ * on_stopped_leading, then the thread is joined. NULL does nothing. */
+void ms_kube_elector_free(ms_kube_elector_t *e);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * prom_sources.h - meshscaler's metric sources on top of the Prometheus
+ * client: query templates, the built-in presets (SidecarConcurrency for
+ * envoy, haproxy and linkerd; SidecarCPU) and the per-tick batch that turns
+ * many MeshAutoscaler objects into few queries and back into one
+ * ms_observation_t per object. docs/metrics.md documents every preset's
+ * PromQL and the series it expects.
+ *
+ * Batching: each built-in source kind costs one query per tick for every
+ * object, grouped by (namespace, workload), restricted to the objects'
+ * namespaces, and split back per object; user
+ * PromQL (metrics and guardrails) is expanded per object, deduplicated
+ * (identical text runs once) and run concurrently, bounded by the client's
+ * max_in_flight.
+ *
+ * Ownership: ms_prom_tick_t owns its queries, results and detail strings;
+ * the `detail` pointers it hands out stay valid until the next
+ * ms_prom_tick_run() or ms_prom_tick_free() on that tick. Objects and their
+ * specs are borrowed for the duration of the call.
+ *
+ * Threads: a tick belongs to one thread at a time; template functions are
+ * reentrant.
+ */
+#ifndef MESHSCALER_PROM_SOURCES_H
+#define MESHSCALER_PROM_SOURCES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "meshscaler/engine.h"
+#include "meshscaler/error.h"
+#include "meshscaler/prom.h"
+#include "meshscaler/spec.h"
+
+/* ---- templates ---- */
+
+typedef struct {
+    const char *namespace_name; /* {{namespace}} */
+    const char *name;           /* {{name}}: scaleTargetRef.name */
+    const char *kind;           /* {{kind}}: scaleTargetRef.kind */
+    const char *pod_regex;      /* {{podRegex}}: a regex already (ms_prom_pod_regex) */
+} ms_prom_template_vars_t;
+
+/* Expand {{namespace}}, {{name}}, {{kind}} and {{podRegex}} in a PromQL
+ * template. Placeholders must sit inside string literals; each value is
+ * escaped for the literal's quoting ("...", '...'; a `...` raw string cannot
+ * hold a backquote), and {{namespace}}, {{name}} and {{kind}} are also
+ * regex-escaped when the literal follows =~ or !~. A NULL variable expands to
+ * "". On success *out is a new string the caller frees; on failure
+ * MS_ERR_INVALID with a one-line reason and *out untouched. */
+ms_err_t ms_prom_template_expand(const char *tmpl, const ms_prom_template_vars_t *vars, char **out,
+                                 char *errbuf, size_t errlen);
+
+/* s with RE2 metacharacters escaped (Go's regexp.QuoteMeta). Caller frees;
+ * aborts on allocation failure. */
+char *ms_prom_regex_escape(const char *s);
+
+/* The value of {{podRegex}}: the pod names, each regex-escaped, joined by
+ * "|" (Prometheus anchors label regexes itself): "web-1|db\\.0" in C terms.
+ * n == 0 gives "", which only matches series without a pod label.
+ * Caller frees; aborts on allocation failure. */
+char *ms_prom_pod_regex(const char *const *pods, size_t n);
+
+/* ---- presets ---- */
+
+typedef enum {
+    MS_PROM_KIND_ENVOY = 0,
+    MS_PROM_KIND_HAPROXY,
+    MS_PROM_KIND_LINKERD,
+    MS_PROM_KIND_CPU,
+    MS_PROM_KIND__COUNT
+} ms_prom_kind_t;
+
+/* "envoy", "haproxy", "linkerd", "cpu"; static. */
+const char *ms_prom_kind_name(ms_prom_kind_t kind);
+
+typedef struct {
+    /* The label naming a pod's workload. NULL or "": derived from the pod
+     * name (Deployment "<name>-<hash>-<id>", StatefulSet "<name>-<n>") into
+     * the label ms_workload. Otherwise a label every preset series carries
+     * (e.g. "app" from a pod-label relabel rule). */
+    const char *workload_label;
+    const char *rate_window; /* for rate(): NULL: "2m" */
+    double max_age;          /* seconds; a workload whose newest sample is older is STALE; 0: off */
+} ms_prom_preset_options_t;
+
+/* What one preset query covers. Strings are borrowed for the call. */
+typedef struct {
+    const char *const *containers; /* MS_PROM_KIND_CPU: the sidecar containers (>= 1) */
+    size_t ncontainers;
+    const char *const *namespaces; /* only these namespaces; 0 (or too many): every one */
+    size_t nnamespaces;
+} ms_prom_preset_scope_t;
+
+/* The one batched query of a preset kind over scope (NULL: everything).
+ * *out is a new string. MS_ERR_INVALID for a bad workload label or rate
+ * window, or a CPU preset without containers. */
+ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_t *opts,
+                              const ms_prom_preset_scope_t *scope, char **out, char *errbuf,
+                              size_t errlen);
+
+/* The label the preset queries group by (workload_label or "ms_workload"). */
+const char *ms_prom_preset_workload_label(const ms_prom_preset_options_t *opts);
+
+/* ---- one tick ---- */
+
+typedef struct {
+    const ms_spec_t *spec;      /* borrowed; validated */
+    const char *namespace_name; /* the MeshAutoscaler's (and its target's) namespace */
+    const char *name;           /* scaleTargetRef.name */
+    const char *kind;           /* scaleTargetRef.kind */
+    const char *pod_regex;      /* for {{podRegex}}; NULL: "" */
+    const char *workload;       /* value of the workload label; NULL: name */
+} ms_prom_object_t;
+
+typedef struct {
+    ms_prom_reason_t reason; /* MS_PROM_OK when the sample is present */
+    const char *detail;      /* one line, never NULL; borrowed from the tick */
+} ms_prom_why_t;
+
+/* What one object observed. obs carries the samples only: its now and
+ * replica counts are left 0 for the caller. */
+typedef struct {
+    ms_observation_t obs;
+    ms_prom_why_t metrics[MS_MAX_METRICS];
+    ms_prom_why_t downstream_usage[MS_MAX_DOWNSTREAMS];
+    ms_prom_why_t downstream_limit[MS_MAX_DOWNSTREAMS];
+    ms_prom_why_t retry_share;
+    ms_prom_why_t saturation_admitted[MS_MAX_METRICS];
+    ms_prom_why_t saturation_rejected[MS_MAX_METRICS];
+} ms_prom_object_obs_t;
+
+typedef struct {
+    size_t objects;
+    size_t builtin_queries; /* one per preset kind in use */
+    size_t user_refs;       /* user PromQL references before deduplication */
+    size_t user_queries;    /* distinct expanded user queries sent */
+    size_t queries_sent;    /* builtin_queries + user_queries */
+    size_t failed_queries;  /* queries whose result was not OK */
+    double seconds;         /* wall time of ms_prom_tick_run */
+} ms_prom_tick_stats_t;
+
+typedef struct ms_prom_tick ms_prom_tick_t;
+
+/* New tick with the preset options (copied). NULL only on a bad option,
+ * with the reason in errbuf. */
+ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *opts, char *errbuf, size_t errlen);
+/* NULL does nothing. */
+void ms_prom_tick_free(ms_prom_tick_t *tick);
+
+/* Observe n objects at wall time `now` (unix seconds; every query is
+ * evaluated at it). Fills out[0..n). Returns MS_OK unless the batch could not
+ * run at all (MS_ERR_NOMEM, MS_ERR_IO); per-value failures are in out. */
+ms_err_t ms_prom_tick_run(ms_prom_tick_t *tick, ms_prom_client_t *client,
+                          const ms_prom_object_t *objs, size_t n, double now,
+                          ms_prom_object_obs_t *out);
+
+/* Figures of the last run. */
+void ms_prom_tick_stats(const ms_prom_tick_t *tick, ms_prom_tick_stats_t *out);
+
+#endif

@@ -1,0 +1,530 @@
+/*
+ * informer.c - the list/watch loop and the cache behind it.
+ *
+ * One thread per informer: list -> watch -> (resume | relist) forever. The
+ * cache is a chained hash map from "namespace/name" to the object; only the
+ * informer's thread writes it (under the write lock), readers take the read
+ * lock, and notifications run with no lock held.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube_client_internal.h"
+#include "meshscaler/informer.h"
+#include "meshscaler/log.h"
+
+#define KEY_MAX 512
+
+typedef struct entry {
+    char *key;
+    cJSON *obj;
+    const char *rv; /* points into obj */
+    struct entry *next;
+} entry_t;
+
+typedef struct {
+    entry_t **buckets;
+    size_t nbuckets; /* power of two */
+    size_t n;
+} map_t;
+
+struct ms_kube_informer {
+    ms_kube_client_t *client;
+    char *path;
+    char *label_selector;
+    long page_size;
+    long watch_timeout;
+    bool keep_managed_fields;
+    ms_kube_notify_fn notify;
+    void *ctx;
+    ms__kube_backoff_t backoff;
+
+    pthread_t thread;
+    bool started;
+    atomic_bool stop;
+
+    pthread_rwlock_t lock; /* guards cache */
+    map_t cache;
+    pthread_mutex_t sync_lock;
+    pthread_cond_t sync_cond;
+    bool synced;
+
+    /* Stats, guarded by sync_lock. */
+    ms_kube_informer_stats_t stats;
+};
+
+/* ---- the map ---- */
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void map_init(map_t *m)
+{
+    m->nbuckets = 64;
+    m->n = 0;
+    m->buckets = calloc(m->nbuckets, sizeof *m->buckets);
+    if (m->buckets == NULL)
+        abort();
+}
+
+static void map_free(map_t *m)
+{
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        entry_t *e = m->buckets[i];
+        while (e != NULL) {
+            entry_t *next = e->next;
+            free(e->key);
+            cJSON_Delete(e->obj);
+            free(e);
+            e = next;
+        }
+    }
+    free(m->buckets);
+    m->buckets = NULL;
+    m->n = 0;
+}
+
+static entry_t *map_find(const map_t *m, const char *key)
+{
+    for (entry_t *e = m->buckets[hash(key) & (m->nbuckets - 1)]; e != NULL; e = e->next)
+        if (strcmp(e->key, key) == 0)
+            return e;
+    return NULL;
+}
+
+static void map_grow(map_t *m)
+{
+    size_t nb = m->nbuckets * 2;
+    entry_t **b = calloc(nb, sizeof *b);
+
+    if (b == NULL)
+        abort();
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        entry_t *e = m->buckets[i];
+        while (e != NULL) {
+            entry_t *next = e->next;
+            size_t j = hash(e->key) & (nb - 1);
+            e->next = b[j];
+            b[j] = e;
+            e = next;
+        }
+    }
+    free(m->buckets);
+    m->buckets = b;
+    m->nbuckets = nb;
+}
+
+static const char *rv_of(const cJSON *obj)
+{
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+    return cJSON_IsString(rv) ? rv->valuestring : "";
+}
+
+/* Insert or replace; returns the replaced object (caller frees) or NULL. */
+static cJSON *map_put(map_t *m, const char *key, cJSON *obj)
+{
+    entry_t *e = map_find(m, key);
+    cJSON *old;
+
+    if (e != NULL) {
+        old = e->obj;
+        e->obj = obj;
+        e->rv = rv_of(obj);
+        return old;
+    }
+    if (m->n >= m->nbuckets)
+        map_grow(m);
+    e = calloc(1, sizeof *e);
+    if (e == NULL || (e->key = strdup(key)) == NULL)
+        abort();
+    e->obj = obj;
+    e->rv = rv_of(obj);
+    size_t j = hash(key) & (m->nbuckets - 1);
+    e->next = m->buckets[j];
+    m->buckets[j] = e;
+    m->n++;
+    return NULL;
+}
+
+/* Remove; returns the object (caller frees) or NULL. */
+static cJSON *map_del(map_t *m, const char *key)
+{
+    for (entry_t **pe = &m->buckets[hash(key) & (m->nbuckets - 1)]; *pe != NULL; pe = &(*pe)->next) {
+        if (strcmp((*pe)->key, key) == 0) {
+            entry_t *e = *pe;
+            cJSON *obj = e->obj;
+            *pe = e->next;
+            free(e->key);
+            free(e);
+            m->n--;
+            return obj;
+        }
+    }
+    return NULL;
+}
+
+/* ---- helpers ---- */
+
+bool ms_kube_object_key(const cJSON *obj, char *buf, size_t cap)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+    int w;
+
+    if (!cJSON_IsString(name) || name->valuestring[0] == '\0')
+        return false;
+    if (cJSON_IsString(ns) && ns->valuestring[0] != '\0')
+        w = snprintf(buf, cap, "%s/%s", ns->valuestring, name->valuestring);
+    else
+        w = snprintf(buf, cap, "%s", name->valuestring);
+    return w > 0 && (size_t)w < cap;
+}
+
+static void trim(ms_kube_informer_t *inf, cJSON *obj)
+{
+    if (!inf->keep_managed_fields)
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                                "managedFields");
+}
+
+static void notify(ms_kube_informer_t *inf, ms_kube_change_t ch, const cJSON *obj, const cJSON *old)
+{
+    if (inf->notify == NULL)
+        return;
+    inf->notify(inf->ctx, ch, obj, old);
+    pthread_mutex_lock(&inf->sync_lock);
+    inf->stats.notifications++;
+    pthread_mutex_unlock(&inf->sync_lock);
+}
+
+static void set_rv(ms_kube_informer_t *inf, const char *rv)
+{
+    pthread_mutex_lock(&inf->sync_lock);
+    snprintf(inf->stats.resource_version, sizeof inf->stats.resource_version, "%s", rv);
+    pthread_mutex_unlock(&inf->sync_lock);
+}
+
+/* ---- list: build a new map, then diff it into the cache ---- */
+
+typedef struct {
+    ms_kube_informer_t *inf;
+    map_t fresh;
+} listing_t;
+
+static ms_err_t on_item(void *ctx, cJSON *item)
+{
+    listing_t *l = ctx;
+    char key[KEY_MAX];
+    cJSON *copy;
+
+    if (!ms_kube_object_key(item, key, sizeof key))
+        return MS_ERR_PARSE;
+    copy = cJSON_Duplicate(item, true);
+    if (copy == NULL)
+        abort();
+    trim(l->inf, copy);
+    cJSON_Delete(map_put(&l->fresh, key, copy));
+    return MS_OK;
+}
+
+/* Replace the cache with fresh and notify the differences. */
+static void replace(ms_kube_informer_t *inf, map_t *fresh)
+{
+    map_t old;
+
+    pthread_rwlock_wrlock(&inf->lock);
+    old = inf->cache;
+    inf->cache = *fresh;
+    pthread_rwlock_unlock(&inf->lock);
+    /* Only this thread writes the cache, so its objects stay valid while
+     * notifications run without the lock. */
+    for (size_t i = 0; i < inf->cache.nbuckets; i++) {
+        for (entry_t *e = inf->cache.buckets[i]; e != NULL; e = e->next) {
+            entry_t *was = map_find(&old, e->key);
+            if (was == NULL)
+                notify(inf, MS_KUBE_ADDED, e->obj, NULL);
+            else if (strcmp(was->rv, e->rv) != 0)
+                notify(inf, MS_KUBE_UPDATED, e->obj, was->obj);
+        }
+    }
+    for (size_t i = 0; i < old.nbuckets; i++)
+        for (entry_t *e = old.buckets[i]; e != NULL; e = e->next)
+            if (map_find(&inf->cache, e->key) == NULL)
+                notify(inf, MS_KUBE_DELETED, e->obj, NULL);
+    map_free(&old);
+}
+
+static ms_err_t list(ms_kube_informer_t *inf, char *rv, size_t rvcap, ms_kube_error_t *kerr)
+{
+    listing_t l;
+    unsigned long pages = 0;
+    ms_err_t err;
+
+    l.inf = inf;
+    map_init(&l.fresh);
+    err = ms_kube_list(inf->client, inf->path, inf->label_selector, inf->page_size, on_item, &l,
+                       rv, rvcap, &pages, kerr);
+    pthread_mutex_lock(&inf->sync_lock);
+    inf->stats.list_pages += pages;
+    if (err == MS_OK)
+        inf->stats.lists++;
+    pthread_mutex_unlock(&inf->sync_lock);
+    if (err != MS_OK) {
+        map_free(&l.fresh);
+        return err;
+    }
+    replace(inf, &l.fresh);
+    pthread_mutex_lock(&inf->sync_lock);
+    inf->stats.objects = inf->cache.n;
+    snprintf(inf->stats.resource_version, sizeof inf->stats.resource_version, "%s", rv);
+    if (!inf->synced) {
+        inf->synced = true;
+        pthread_cond_broadcast(&inf->sync_cond);
+    }
+    pthread_mutex_unlock(&inf->sync_lock);
+    return MS_OK;
+}
+
+/* ---- watch events ---- */
+
+typedef struct {
+    ms_kube_informer_t *inf;
+    char *rv; /* the loop's resume point, updated per event */
+    size_t rvcap;
+    unsigned long events;
+} watching_t;
+
+static ms_err_t on_event(void *ctx, ms_kube_event_type_t type, cJSON *obj)
+{
+    watching_t *w = ctx;
+    ms_kube_informer_t *inf = w->inf;
+    char key[KEY_MAX];
+    cJSON *old;
+
+    snprintf(w->rv, w->rvcap, "%s", rv_of(obj));
+    if (type == MS_KUBE_EV_BOOKMARK) {
+        cJSON_Delete(obj);
+        pthread_mutex_lock(&inf->sync_lock);
+        inf->stats.bookmarks++;
+        pthread_mutex_unlock(&inf->sync_lock);
+        set_rv(inf, w->rv);
+        return MS_OK;
+    }
+    if (!ms_kube_object_key(obj, key, sizeof key)) {
+        cJSON_Delete(obj);
+        return MS_ERR_PARSE;
+    }
+    w->events++;
+    trim(inf, obj);
+    pthread_rwlock_wrlock(&inf->lock);
+    if (type == MS_KUBE_EV_DELETED) {
+        old = map_del(&inf->cache, key);
+    } else {
+        old = map_put(&inf->cache, key, obj);
+    }
+    pthread_rwlock_unlock(&inf->lock);
+    pthread_mutex_lock(&inf->sync_lock);
+    inf->stats.events++;
+    inf->stats.objects = inf->cache.n;
+    snprintf(inf->stats.resource_version, sizeof inf->stats.resource_version, "%s", w->rv);
+    pthread_mutex_unlock(&inf->sync_lock);
+    if (type == MS_KUBE_EV_DELETED) {
+        notify(inf, MS_KUBE_DELETED, obj, NULL);
+        cJSON_Delete(obj);
+    } else {
+        notify(inf, old ? MS_KUBE_UPDATED : MS_KUBE_ADDED, obj, old);
+    }
+    cJSON_Delete(old);
+    return MS_OK;
+}
+
+static long watch_timeout(ms_kube_informer_t *inf)
+{
+    if (inf->watch_timeout > 0)
+        return inf->watch_timeout;
+    /* client-go spreads watch ends over [5, 10) minutes. */
+    return 300 + (long)(ms__kube_now() * 1000) % 300;
+}
+
+static void count_error(ms_kube_informer_t *inf)
+{
+    pthread_mutex_lock(&inf->sync_lock);
+    inf->stats.errors++;
+    pthread_mutex_unlock(&inf->sync_lock);
+}
+
+static void *run(void *arg)
+{
+    ms_kube_informer_t *inf = arg;
+    char rv[64] = "";
+    bool need_list = true;
+
+    while (!atomic_load(&inf->stop)) {
+        ms_kube_error_t kerr;
+        watching_t w = {inf, rv, sizeof rv, 0};
+        ms_err_t err;
+
+        if (need_list) {
+            if ((err = list(inf, rv, sizeof rv, &kerr)) != MS_OK) {
+                double d = ms__kube_backoff_next(&inf->backoff, ms__kube_now());
+                count_error(inf);
+                MS_LOG_WARN("list failed; retrying", MS_S("path", inf->path),
+                            MS_S("error", kerr.message), MS_D("retry_in_s", d));
+                ms__kube_sleep(d, &inf->stop);
+                continue;
+            }
+            need_list = false;
+        }
+        pthread_mutex_lock(&inf->sync_lock);
+        inf->stats.watches++;
+        pthread_mutex_unlock(&inf->sync_lock);
+        err = ms_kube_watch(inf->client, inf->path, rv, inf->label_selector, watch_timeout(inf),
+                            on_event, &w, &inf->stop, &kerr);
+        if (atomic_load(&inf->stop))
+            break;
+        if (err == MS_OK) {
+            /* The server ended the watch on time: resume at once. */
+            ms__kube_backoff_reset(&inf->backoff);
+            continue;
+        }
+        count_error(inf);
+        if (err == MS_ERR_GONE) {
+            MS_LOG_INFO("resourceVersion too old; relisting", MS_S("path", inf->path),
+                        MS_S("resource_version", rv), MS_S("error", kerr.message));
+            pthread_mutex_lock(&inf->sync_lock);
+            inf->stats.relists++;
+            pthread_mutex_unlock(&inf->sync_lock);
+            need_list = true;
+            continue;
+        }
+        if (w.events > 0)
+            ms__kube_backoff_reset(&inf->backoff);
+        {
+            double d = ms__kube_backoff_next(&inf->backoff, ms__kube_now());
+            MS_LOG_INFO("watch ended; resuming", MS_S("path", inf->path),
+                        MS_S("resource_version", rv), MS_S("error", kerr.message),
+                        MS_D("retry_in_s", d));
+            ms__kube_sleep(d, &inf->stop);
+        }
+    }
+    return NULL;
+}
+
+/* ---- public ---- */
+
+ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_informer_options_t *o)
+{
+    ms_kube_informer_t *inf = calloc(1, sizeof *inf);
+
+    if (inf == NULL || (inf->path = strdup(o->path)) == NULL)
+        abort();
+    if (o->label_selector != NULL && (inf->label_selector = strdup(o->label_selector)) == NULL)
+        abort();
+    inf->client = c;
+    inf->page_size = o->page_size;
+    inf->watch_timeout = o->watch_timeout_seconds;
+    inf->keep_managed_fields = o->keep_managed_fields;
+    inf->notify = o->notify;
+    inf->ctx = o->ctx;
+    ms__kube_backoff_init(&inf->backoff, o->backoff_initial > 0 ? o->backoff_initial : 0.8,
+                          o->backoff_max > 0 ? o->backoff_max : 30, (uint64_t)(uintptr_t)inf);
+    atomic_init(&inf->stop, false);
+    pthread_rwlock_init(&inf->lock, NULL);
+    pthread_mutex_init(&inf->sync_lock, NULL);
+    pthread_cond_init(&inf->sync_cond, NULL);
+    map_init(&inf->cache);
+    return inf;
+}
+
+ms_err_t ms_kube_informer_start(ms_kube_informer_t *inf)
+{
+    if (pthread_create(&inf->thread, NULL, run, inf) != 0)
+        return MS_ERR_IO;
+    inf->started = true;
+    return MS_OK;
+}
+
+bool ms_kube_informer_wait_synced(ms_kube_informer_t *inf, double timeout_seconds)
+{
+    struct timespec ts;
+    bool synced;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)timeout_seconds;
+    ts.tv_nsec += (long)((timeout_seconds - (double)(time_t)timeout_seconds) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&inf->sync_lock);
+    while (!inf->synced)
+        if (pthread_cond_timedwait(&inf->sync_cond, &inf->sync_lock, &ts) != 0)
+            break;
+    synced = inf->synced;
+    pthread_mutex_unlock(&inf->sync_lock);
+    return synced;
+}
+
+void ms_kube_informer_free(ms_kube_informer_t *inf)
+{
+    if (inf == NULL)
+        return;
+    atomic_store(&inf->stop, true);
+    if (inf->started)
+        pthread_join(inf->thread, NULL);
+    map_free(&inf->cache);
+    pthread_rwlock_destroy(&inf->lock);
+    pthread_mutex_destroy(&inf->sync_lock);
+    pthread_cond_destroy(&inf->sync_cond);
+    free(inf->path);
+    free(inf->label_selector);
+    free(inf);
+}
+
+cJSON *ms_kube_informer_get(ms_kube_informer_t *inf, const char *key)
+{
+    entry_t *e;
+    cJSON *copy = NULL;
+
+    pthread_rwlock_rdlock(&inf->lock);
+    e = map_find(&inf->cache, key);
+    if (e != NULL && (copy = cJSON_Duplicate(e->obj, true)) == NULL)
+        abort();
+    pthread_rwlock_unlock(&inf->lock);
+    return copy;
+}
+
+size_t ms_kube_informer_size(ms_kube_informer_t *inf)
+{
+    size_t n;
+
+    pthread_rwlock_rdlock(&inf->lock);
+    n = inf->cache.n;
+    pthread_rwlock_unlock(&inf->lock);
+    return n;
+}
+
+void ms_kube_informer_foreach(ms_kube_informer_t *inf,
+                              void (*fn)(void *ctx, const char *key, const cJSON *obj), void *ctx)
+{
+    pthread_rwlock_rdlock(&inf->lock);
+    for (size_t i = 0; i < inf->cache.nbuckets; i++)
+        for (entry_t *e = inf->cache.buckets[i]; e != NULL; e = e->next)
+            fn(ctx, e->key, e->obj);
+    pthread_rwlock_unlock(&inf->lock);
+}
+
+void ms_kube_informer_stats(ms_kube_informer_t *inf, ms_kube_informer_stats_t *out)
+{
+    pthread_mutex_lock(&inf->sync_lock);
+    *out = inf->stats;
+    pthread_mutex_unlock(&inf->sync_lock);
+}

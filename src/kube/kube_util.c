@@ -1,0 +1,216 @@
+/* kube_util.c - clock, files, base64, timestamps and URL encoding for src/kube. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kube_internal.h"
+#include "meshscaler/kubeconfig.h"
+
+double ms__kube_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double ms__kube_wall(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+bool ms__kube_sleep(double seconds, const atomic_bool *cancel)
+{
+    double end = ms__kube_now() + seconds;
+
+    for (;;) {
+        double left = end - ms__kube_now();
+        double step;
+        struct timespec ts;
+
+        if (cancel != NULL && atomic_load(cancel))
+            return false;
+        if (left <= 0)
+            return true;
+        step = left < 0.05 ? left : 0.05; /* notice cancellation within 50 ms */
+        ts.tv_sec = (time_t)step;
+        ts.tv_nsec = (long)((step - (double)ts.tv_sec) * 1e9);
+        nanosleep(&ts, NULL);
+    }
+}
+
+ms_err_t ms__kube_read_file(const char *path, ms_buf_t *b, char *errbuf, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    ms_err_t err;
+
+    ms_buf_init(b, MS_KUBE_MAX_FILE);
+    if (f == NULL)
+        return ms_errf(errbuf, errlen, errno == ENOENT ? MS_ERR_NOTFOUND : MS_ERR_IO,
+                       "cannot read \"%s\": %s", path, strerror(errno));
+    err = ms_buf_read_stream(b, f);
+    fclose(f);
+    if (err == MS_ERR_TOOLARGE)
+        ms_errf(errbuf, errlen, err, "cannot read \"%s\": larger than %u bytes", path,
+                MS_KUBE_MAX_FILE);
+    else if (err != MS_OK)
+        ms_errf(errbuf, errlen, err, "cannot read \"%s\": read error", path);
+    if (err != MS_OK)
+        ms_buf_cleanup(b);
+    return err;
+}
+
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+ms_err_t ms__kube_base64_decode(const char *in, size_t len, char **out, size_t *out_len)
+{
+    unsigned char *dst = malloc(len / 4 * 3 + 4);
+    uint32_t acc = 0;
+    size_t n = 0, bits = 0, pad = 0, sym = 0;
+
+    if (dst == NULL)
+        return MS_ERR_NOMEM;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        int v;
+
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        if (c == '=') {
+            pad++;
+            continue;
+        }
+        v = b64_value(c);
+        if (v < 0 || pad > 0)
+            goto bad; /* bad symbol, or data after padding */
+        sym++;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            dst[n++] = (unsigned char)(acc >> bits);
+        }
+    }
+    /* 1 leftover symbol cannot encode a byte; padding must complete a quad. */
+    if (sym % 4 == 1 || pad > 2 || (pad > 0 && (sym + pad) % 4 != 0))
+        goto bad;
+    dst[n] = '\0';
+    *out = (char *)dst;
+    *out_len = n;
+    return MS_OK;
+bad:
+    free(dst);
+    return MS_ERR_PARSE;
+}
+
+void ms__kube_rfc3339(double wall, bool micro, char *buf, size_t cap)
+{
+    time_t secs = (time_t)wall;
+    struct tm tm;
+    char base[32];
+
+    gmtime_r(&secs, &tm);
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (micro) {
+        long us = (long)((wall - (double)secs) * 1e6);
+        if (us < 0)
+            us = 0;
+        if (us > 999999)
+            us = 999999;
+        snprintf(buf, cap, "%s.%06ldZ", base, us);
+    } else {
+        snprintf(buf, cap, "%sZ", base);
+    }
+}
+
+static bool digits(const char *s, int n, int *out)
+{
+    int v = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+bool ms__kube_parse_rfc3339(const char *s, double *out)
+{
+    int y, mo, d, h, mi, sec, oh = 0, om = 0;
+    struct tm tm;
+    double frac = 0, scale = 0.1;
+    const char *p;
+    time_t t;
+
+    if (strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
+        s[7] != '-' || !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
+        !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+        !digits(s + 17, 2, &sec))
+        return false;
+    p = s + 19;
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+            frac += (*p - '0') * scale;
+    }
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if ((*p == '+' || *p == '-') && digits(p + 1, 2, &oh) && p[3] == ':' &&
+               digits(p + 4, 2, &om)) {
+        int sign = *p == '-' ? -1 : 1;
+        oh *= sign;
+        om *= sign;
+        p += 6;
+    } else {
+        return false;
+    }
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return false;
+    memset(&tm, 0, sizeof tm);
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    t = timegm(&tm);
+    *out = (double)t + frac - (double)(oh * 3600 + om * 60);
+    return true;
+}
+
+ms_err_t ms__kube_urlencode(ms_buf_t *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    ms_err_t err = MS_OK;
+
+    for (; *s && err == MS_OK; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            err = ms_buf_append(b, s, 1);
+        } else {
+            char enc[3] = {'%', hex[c >> 4], hex[c & 15]};
+            err = ms_buf_append(b, enc, 3);
+        }
+    }
+    return err;
+}

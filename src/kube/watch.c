@@ -1,0 +1,283 @@
+/*
+ * watch.c - paginated lists, and watches read as one JSON event per line
+ * through a bounded buffer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube_client_internal.h"
+#include "meshscaler/informer.h"
+#include "meshscaler/log.h"
+
+/* ---- line framing ---- */
+
+void ms__kube_lines_init(ms__kube_lines_t *l, size_t max_line, ms__kube_line_fn fn, void *ctx)
+{
+    ms_buf_init(&l->partial, max_line);
+    l->on_line = fn;
+    l->ctx = ctx;
+    l->err = MS_OK;
+}
+
+void ms__kube_lines_cleanup(ms__kube_lines_t *l) { ms_buf_cleanup(&l->partial); }
+
+static ms_err_t emit(ms__kube_lines_t *l, const char *line, size_t len)
+{
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (len == 0)
+        return MS_OK;
+    return l->on_line(l->ctx, line, len);
+}
+
+ms_err_t ms__kube_lines_feed(ms__kube_lines_t *l, const char *data, size_t len)
+{
+    while (l->err == MS_OK && len > 0) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+
+        if (nl != NULL && l->partial.len == 0) {
+            /* The whole line is in this chunk: no copy. */
+            l->err = emit(l, data, take);
+        } else {
+            if (ms_buf_append(&l->partial, data, take) != MS_OK) {
+                l->err = MS_ERR_TOOLARGE;
+                break;
+            }
+            if (nl != NULL) {
+                l->err = emit(l, l->partial.data, l->partial.len);
+                l->partial.len = 0;
+            }
+        }
+        if (nl == NULL)
+            break;
+        data += take + 1;
+        len -= take + 1;
+    }
+    return l->err;
+}
+
+/* ---- decoding one event ---- */
+
+static const char *const type_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+ms_err_t ms_kube_watch_decode(const char *line, size_t len, ms_kube_event_type_t *type,
+                              cJSON **object, char *errbuf, size_t errlen)
+{
+    cJSON *ev = cJSON_ParseWithLength(line, len);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
+    cJSON *obj;
+    const cJSON *rv;
+    int i;
+
+    *object = NULL;
+    if (ev == NULL || !cJSON_IsObject(ev)) {
+        cJSON_Delete(ev);
+        return ms_errf(errbuf, errlen, MS_ERR_PARSE, "watch event: not a JSON object");
+    }
+    for (i = 0; i < 5; i++)
+        if (cJSON_IsString(t) && strcmp(t->valuestring, type_names[i]) == 0)
+            break;
+    if (i == 5) {
+        cJSON_Delete(ev);
+        return ms_errf(errbuf, errlen, MS_ERR_PARSE, "watch event: type: not a known event type");
+    }
+    obj = cJSON_DetachItemFromObjectCaseSensitive(ev, "object");
+    cJSON_Delete(ev);
+    if (!cJSON_IsObject(obj)) {
+        cJSON_Delete(obj);
+        return ms_errf(errbuf, errlen, MS_ERR_PARSE, "watch event: object: not a JSON object");
+    }
+    if (i != MS_KUBE_EV_ERROR) {
+        rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                              "resourceVersion");
+        if (!cJSON_IsString(rv) || rv->valuestring[0] == '\0' || strlen(rv->valuestring) >= 64) {
+            cJSON_Delete(obj);
+            return ms_errf(errbuf, errlen, MS_ERR_PARSE,
+                           "watch event: object.metadata.resourceVersion: missing or not a string");
+        }
+        if (i != MS_KUBE_EV_BOOKMARK &&
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name"))) {
+            cJSON_Delete(obj);
+            return ms_errf(errbuf, errlen, MS_ERR_PARSE,
+                           "watch event: object.metadata.name: missing or not a string");
+        }
+    }
+    *type = (ms_kube_event_type_t)i;
+    *object = obj;
+    return MS_OK;
+}
+
+/* ---- list ---- */
+
+static ms_err_t query_path(ms_buf_t *b, const char *path, const char *const *kv, size_t n)
+{
+    ms_err_t err = ms_buf_append(b, path, strlen(path));
+    char sep = strchr(path, '?') ? '&' : '?';
+
+    for (size_t i = 0; i + 1 < n && err == MS_OK; i += 2) {
+        if (kv[i + 1] == NULL || kv[i + 1][0] == '\0')
+            continue;
+        if ((err = ms_buf_append(b, &sep, 1)) != MS_OK ||
+            (err = ms_buf_append(b, kv[i], strlen(kv[i]))) != MS_OK ||
+            (err = ms_buf_append(b, "=", 1)) != MS_OK)
+            break;
+        err = ms__kube_urlencode(b, kv[i + 1]);
+        sep = '&';
+    }
+    return err;
+}
+
+ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector,
+                      long limit, ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap,
+                      unsigned long *pages, ms_kube_error_t *kerr)
+{
+    char *cont = NULL, limit_s[24];
+    bool restarted = false;
+    ms_err_t err = MS_OK;
+
+    snprintf(limit_s, sizeof limit_s, "%ld", limit > 0 ? limit : 500);
+    for (;;) {
+        const char *kv[] = {"limit", limit_s, "continue", cont, "labelSelector", label_selector};
+        ms_buf_t url;
+        cJSON *doc = NULL, *items, *item;
+        const cJSON *md, *next, *lrv;
+
+        ms_buf_init(&url, 16384);
+        if ((err = query_path(&url, path, kv, 6)) != MS_OK) {
+            ms_buf_cleanup(&url);
+            kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "list %s: URL too long", path);
+            break;
+        }
+        err = ms_kube_get(c, url.data, &doc, kerr);
+        ms_buf_cleanup(&url);
+        if (pages != NULL)
+            (*pages)++;
+        if (err == MS_ERR_GONE && cont != NULL && !restarted) {
+            /* The continue token expired (compaction): start over once. */
+            MS_LOG_INFO("list continue token expired; listing again", MS_S("path", path));
+            free(cont);
+            cont = NULL;
+            restarted = true;
+            continue;
+        }
+        if (err != MS_OK)
+            break;
+        items = cJSON_GetObjectItemCaseSensitive(doc, "items");
+        md = cJSON_GetObjectItemCaseSensitive(doc, "metadata");
+        lrv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+        next = cJSON_GetObjectItemCaseSensitive(md, "continue");
+        if ((items != NULL && !cJSON_IsNull(items) && !cJSON_IsArray(items)) || !cJSON_IsString(lrv) ||
+            strlen(lrv->valuestring) >= rvcap) {
+            cJSON_Delete(doc);
+            err = kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_PARSE,
+                                      "list %s: not a list (items or metadata.resourceVersion)", path);
+            break;
+        }
+        snprintf(rv, rvcap, "%s", lrv->valuestring);
+        cJSON_ArrayForEach(item, items)
+        {
+            if ((err = fn(ctx, item)) != MS_OK)
+                break;
+        }
+        free(cont);
+        cont = cJSON_IsString(next) && next->valuestring[0] ? strdup(next->valuestring) : NULL;
+        cJSON_Delete(doc);
+        if (err != MS_OK) {
+            kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "list %s: item refused", path);
+            break;
+        }
+        if (cont == NULL)
+            break;
+    }
+    free(cont);
+    return err;
+}
+
+/* ---- watch ---- */
+
+typedef struct {
+    ms__kube_lines_t lines;
+    const char *path;
+    ms_kube_watch_fn fn;
+    void *ctx;
+    ms_err_t err;            /* why the stream was stopped */
+    ms_kube_error_t status;  /* from an ERROR event */
+    char detail[MS_ERRBUF_SIZE];
+} watch_t;
+
+static ms_err_t on_line(void *ctx, const char *line, size_t len)
+{
+    watch_t *w = ctx;
+    ms_kube_event_type_t type;
+    cJSON *obj;
+    ms_err_t err = ms_kube_watch_decode(line, len, &type, &obj, w->detail, sizeof w->detail);
+
+    if (err != MS_OK)
+        return err;
+    if (type == MS_KUBE_EV_ERROR) {
+        /* A Status: code 410 means the resourceVersion is too old. */
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+        char *text = cJSON_PrintUnformatted(obj);
+        long status = cJSON_IsNumber(code) ? (long)code->valuedouble : 500;
+
+        ms__kube_error_from_status(&w->status, "WATCH", w->path, status, text,
+                                   text ? strlen(text) : 0);
+        free(text);
+        cJSON_Delete(obj);
+        return w->status.err;
+    }
+    return w->fn(w->ctx, type, obj);
+}
+
+static int watch_sink(void *ctx, const char *data, size_t len)
+{
+    watch_t *w = ctx;
+
+    w->err = ms__kube_lines_feed(&w->lines, data, len);
+    return w->err != MS_OK;
+}
+
+ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
+                       const char *label_selector, long timeout_seconds, ms_kube_watch_fn fn,
+                       void *ctx, const atomic_bool *cancel, ms_kube_error_t *kerr)
+{
+    char tos[24];
+    const char *kv[] = {"watch", "true", "allowWatchBookmarks", "true", "resourceVersion", rv,
+                        "timeoutSeconds", tos, "labelSelector", label_selector};
+    ms_buf_t url;
+    watch_t w;
+    ms_err_t err;
+
+    memset(&w, 0, sizeof w);
+    snprintf(tos, sizeof tos, "%ld", timeout_seconds > 0 ? timeout_seconds : 300);
+    ms_buf_init(&url, 16384);
+    if ((err = query_path(&url, path, kv, 10)) != MS_OK) {
+        ms_buf_cleanup(&url);
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "watch %s: URL too long", path);
+        return kerr->err;
+    }
+    ms__kube_lines_init(&w.lines, MS_KUBE_MAX_EVENT, on_line, &w);
+    w.path = path;
+    w.fn = fn;
+    w.ctx = ctx;
+    /* The server ends the watch after timeoutSeconds; the idle timeout only
+     * catches a connection that died silently (bookmarks arrive each minute). */
+    err = ms_kube_stream(c, url.data, 0, (timeout_seconds + 90) * 1000, watch_sink, &w, cancel, kerr);
+    if (w.err != MS_OK) {
+        /* The stream was stopped by us: say why, not "cancelled". */
+        if (w.status.err != MS_OK)
+            *kerr = w.status;
+        else if (w.err == MS_ERR_TOOLARGE)
+            kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
+                                "watch %s: an event is longer than %u bytes", path, MS_KUBE_MAX_EVENT);
+        else
+            kerr->err = ms_errf(kerr->message, sizeof kerr->message, w.err, "watch %s: %s", path,
+                                w.detail[0] ? w.detail : ms_strerror(w.err));
+        err = kerr->err;
+    }
+    ms__kube_lines_cleanup(&w.lines);
+    ms_buf_cleanup(&url);
+    return err;
+}

@@ -1,0 +1,461 @@
+/*
+ * client.c - the Prometheus HTTP API client: form-encoded POSTs of instant
+ * and range queries over one bounded ms_http batch, with bearer-token (file,
+ * re-read), basic auth and custom-header authentication.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "meshscaler/buf.h"
+#include "meshscaler/log.h"
+#include "meshscaler/prom.h"
+
+#define MAX_HEADERS 64
+#define TOKEN_MAX (64u * 1024u)
+#define REQUEST_MAX (4u * 1024u * 1024u) /* one form-encoded query */
+#define DEFAULT_TIMEOUT_MS 10000L
+#define DEFAULT_CONNECT_TIMEOUT_MS 5000L
+#define DEFAULT_IN_FLIGHT 8u
+#define DEFAULT_MAX_BODY (32u * 1024u * 1024u)
+
+struct ms_prom_client {
+    ms_http_client_t *http;
+    char *query_url;
+    char *range_url;
+    char **headers; /* custom, copied */
+    size_t nheaders;
+    char *basic_header; /* "Authorization: Basic ..." or NULL */
+    long timeout_ms;
+    size_t max_in_flight;
+    size_t max_body;
+
+    pthread_mutex_t lock; /* guards the token cache and the counters */
+    char *token_file;
+    double token_reread_seconds;
+    char *token_header; /* "Authorization: Bearer ..." (fixed or last read) */
+    struct timespec token_mtime;
+    off_t token_size;
+    ino_t token_ino;
+    double token_read_at; /* monotonic seconds, 0: never */
+    ms_prom_client_stats_t stats;
+};
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *dup_or_die(const char *s)
+{
+    char *d = strdup(s);
+    if (d == NULL) {
+        MS_LOG_ERROR("out of memory", MS_S("where", "prom client"));
+        abort();
+    }
+    return d;
+}
+
+/* "prefix" + s, caller frees. */
+static char *concat(const char *prefix, const char *s)
+{
+    size_t a = strlen(prefix), b = strlen(s);
+    char *d = malloc(a + b + 1);
+
+    if (d == NULL) {
+        MS_LOG_ERROR("out of memory", MS_S("where", "prom client"));
+        abort();
+    }
+    memcpy(d, prefix, a);
+    memcpy(d + a, s, b + 1);
+    return d;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Base64 of n bytes into a new string. */
+static char *base64(const unsigned char *in, size_t n)
+{
+    size_t olen = 4 * ((n + 2) / 3), o = 0;
+    char *out = malloc(olen + 1);
+
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)in[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static char *basic_header(const char *user, const char *password)
+{
+    size_t ul = strlen(user), pl = password ? strlen(password) : 0;
+    unsigned char *raw = malloc(ul + pl + 2);
+    char *enc, *h;
+
+    if (raw == NULL)
+        return NULL;
+    memcpy(raw, user, ul);
+    raw[ul] = ':';
+    if (pl)
+        memcpy(raw + ul + 1, password, pl);
+    enc = base64(raw, ul + 1 + pl);
+    memset(raw, 0, ul + 1 + pl); /* the password does not linger */
+    free(raw);
+    if (enc == NULL)
+        return NULL;
+    h = concat("Authorization: Basic ", enc);
+    memset(enc, 0, strlen(enc));
+    free(enc);
+    return h;
+}
+
+static bool valid_header(const char *h)
+{
+    const char *colon = strchr(h, ':');
+
+    if (colon == NULL || colon == h)
+        return false;
+    for (const char *p = h; *p; p++)
+        if (*p == '\r' || *p == '\n')
+            return false;
+    return true;
+}
+
+ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, size_t errlen)
+{
+    ms_prom_client_t *c;
+    ms_http_options_t hopts;
+    size_t ulen;
+
+    if (o->url == NULL || (strncmp(o->url, "http://", 7) != 0 && strncmp(o->url, "https://", 8) != 0)) {
+        ms_errf(errbuf, errlen, MS_ERR_INVALID, "prometheus url must start with http:// or https://");
+        return NULL;
+    }
+    if ((o->bearer_token != NULL || o->bearer_token_file != NULL) && o->basic_user != NULL) {
+        ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                "prometheus bearer token and basic auth cannot be used together");
+        return NULL;
+    }
+    if (o->nheaders > MAX_HEADERS) {
+        ms_errf(errbuf, errlen, MS_ERR_INVALID, "at most %d prometheus headers", MAX_HEADERS);
+        return NULL;
+    }
+    for (size_t i = 0; i < o->nheaders; i++)
+        if (!valid_header(o->headers[i])) {
+            ms_errf(errbuf, errlen, MS_ERR_INVALID, "prometheus header %zu is not \"Name: value\"", i);
+            return NULL;
+        }
+    c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory creating the Prometheus client");
+        return NULL;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    memset(&hopts, 0, sizeof hopts);
+    hopts.tls = o->tls;
+    hopts.connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+    c->http = ms_http_client_new(&hopts, errbuf, errlen);
+    if (c->http == NULL) {
+        ms_prom_client_free(c);
+        return NULL;
+    }
+    if (o->tls.insecure_skip_verify)
+        MS_LOG_WARN("TLS verification of Prometheus is off", MS_S("url", o->url));
+
+    /* Base URL without trailing slashes, then the API paths. */
+    ulen = strlen(o->url);
+    while (ulen > 0 && o->url[ulen - 1] == '/')
+        ulen--;
+    {
+        char *base = strndup(o->url, ulen);
+        if (base == NULL)
+            abort();
+        c->query_url = concat(base, "/api/v1/query");
+        c->range_url = concat(base, "/api/v1/query_range");
+        free(base);
+    }
+    if (o->nheaders > 0) {
+        c->headers = calloc(o->nheaders, sizeof *c->headers);
+        if (c->headers == NULL)
+            abort();
+        for (size_t i = 0; i < o->nheaders; i++)
+            c->headers[i] = dup_or_die(o->headers[i]);
+        c->nheaders = o->nheaders;
+    }
+    if (o->basic_user != NULL && (c->basic_header = basic_header(o->basic_user, o->basic_password)) == NULL)
+        abort();
+    if (o->bearer_token != NULL)
+        c->token_header = concat("Authorization: Bearer ", o->bearer_token);
+    if (o->bearer_token_file != NULL)
+        c->token_file = dup_or_die(o->bearer_token_file);
+    c->token_reread_seconds = o->token_reread_seconds > 0 ? o->token_reread_seconds : 60;
+    c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->max_in_flight = o->max_in_flight ? o->max_in_flight : DEFAULT_IN_FLIGHT;
+    c->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
+    return c;
+}
+
+static void free_secret(char *s)
+{
+    if (s != NULL) {
+        memset(s, 0, strlen(s));
+        free(s);
+    }
+}
+
+void ms_prom_client_free(ms_prom_client_t *c)
+{
+    if (c == NULL)
+        return;
+    ms_http_client_free(c->http);
+    free(c->query_url);
+    free(c->range_url);
+    for (size_t i = 0; i < c->nheaders; i++)
+        free(c->headers[i]);
+    free(c->headers);
+    free_secret(c->basic_header);
+    free_secret(c->token_header);
+    free(c->token_file);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+/* Read the token file into c->token_header. Called with the lock held.
+ * Returns false when no token is available at all. */
+static bool refresh_token(ms_prom_client_t *c, char *why, size_t whylen)
+{
+    struct stat st;
+    double now = monotonic_seconds();
+    bool changed, due;
+    FILE *f;
+    ms_buf_t b;
+    ms_err_t err;
+
+    if (c->token_file == NULL)
+        return true;
+    if (stat(c->token_file, &st) != 0) {
+        ms_errf(why, whylen, MS_ERR_IO, "bearer token file %s cannot be read", c->token_file);
+        return c->token_header != NULL; /* keep the last good token meanwhile */
+    }
+    changed = st.st_mtim.tv_sec != c->token_mtime.tv_sec ||
+              st.st_mtim.tv_nsec != c->token_mtime.tv_nsec || st.st_size != c->token_size ||
+              st.st_ino != c->token_ino;
+    due = c->token_read_at == 0 || now - c->token_read_at >= c->token_reread_seconds;
+    if (!changed && !due && c->token_header != NULL)
+        return true;
+
+    f = fopen(c->token_file, "r");
+    if (f == NULL) {
+        ms_errf(why, whylen, MS_ERR_IO, "bearer token file %s cannot be opened", c->token_file);
+        return c->token_header != NULL;
+    }
+    ms_buf_init(&b, TOKEN_MAX);
+    err = ms_buf_read_stream(&b, f);
+    fclose(f);
+    while (err == MS_OK && b.len > 0 &&
+           (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' || b.data[b.len - 1] == ' '))
+        b.data[--b.len] = '\0';
+    if (err != MS_OK || b.len == 0 || strpbrk(b.data, "\r\n") != NULL) {
+        ms_errf(why, whylen, MS_ERR_IO, "bearer token file %s is empty, too large or not one line",
+                c->token_file);
+        if (b.data)
+            memset(b.data, 0, b.len);
+        ms_buf_cleanup(&b);
+        return c->token_header != NULL;
+    }
+    free_secret(c->token_header);
+    c->token_header = concat("Authorization: Bearer ", b.data);
+    memset(b.data, 0, b.len);
+    ms_buf_cleanup(&b);
+    c->token_mtime = st.st_mtim;
+    c->token_size = st.st_size;
+    c->token_ino = st.st_ino;
+    c->token_read_at = now;
+    c->stats.token_reads++;
+    return true;
+}
+
+/* Percent-encode s (application/x-www-form-urlencoded) onto b. */
+static ms_err_t form_append(ms_buf_t *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    ms_err_t err = MS_OK;
+
+    for (const unsigned char *p = (const unsigned char *)s; *p && err == MS_OK; p++) {
+        unsigned char ch = *p;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+            err = ms_buf_append(b, p, 1);
+        } else {
+            char esc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            err = ms_buf_append(b, esc, 3);
+        }
+    }
+    return err;
+}
+
+static ms_err_t form_number(ms_buf_t *b, const char *key, double v)
+{
+    char tmp[64];
+    int n = snprintf(tmp, sizeof tmp, "&%s=%.3f", key, v);
+    return ms_buf_append(b, tmp, (size_t)n);
+}
+
+static ms_err_t build_body(const ms_prom_client_t *c, const ms_prom_query_t *q, ms_buf_t *b)
+{
+    char tmp[64];
+    ms_err_t err;
+    /* The server gives up a little before we do, so its typed timeout error
+     * arrives instead of a cut connection. */
+    long server_ms = c->timeout_ms - c->timeout_ms / 10;
+    int n;
+
+    if ((err = ms_buf_append(b, "query=", 6)) != MS_OK || (err = form_append(b, q->query)) != MS_OK)
+        return err;
+    if (q->range) {
+        if ((err = form_number(b, "start", q->start)) != MS_OK ||
+            (err = form_number(b, "end", q->end)) != MS_OK ||
+            (err = form_number(b, "step", q->step)) != MS_OK)
+            return err;
+    } else if (q->time > 0 && (err = form_number(b, "time", q->time)) != MS_OK) {
+        return err;
+    }
+    n = snprintf(tmp, sizeof tmp, "&timeout=%ldms", server_ms > 0 ? server_ms : 1L);
+    return ms_buf_append(b, tmp, (size_t)n);
+}
+
+/* The request headers every query of one run shares: custom headers, then
+ * authentication. *token receives a copy of the bearer header (the file may
+ * be re-read by another thread while this run is in flight); the caller
+ * frees it. Returns false, with the reason in why, when a token file is
+ * configured but no token was ever readable. */
+static bool run_headers(ms_prom_client_t *c, const char **hdrs, size_t *nh, char **token, char *why,
+                        size_t whylen)
+{
+    bool have_token;
+
+    pthread_mutex_lock(&c->lock);
+    have_token = refresh_token(c, why, whylen);
+    *token = have_token && c->token_header != NULL ? strdup(c->token_header) : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (why[0] != '\0')
+        MS_LOG_WARN("bearer token not refreshed", MS_S("detail", why));
+    if (!have_token)
+        return false;
+    *nh = 0;
+    for (size_t i = 0; i < c->nheaders; i++)
+        hdrs[(*nh)++] = c->headers[i];
+    if (*token != NULL)
+        hdrs[(*nh)++] = *token;
+    if (c->basic_header != NULL)
+        hdrs[(*nh)++] = c->basic_header;
+    hdrs[(*nh)++] = "Content-Type: application/x-www-form-urlencoded";
+    hdrs[(*nh)++] = "Accept: application/json";
+    return true;
+}
+
+static void fail_all(ms_prom_query_t *qs, size_t n, ms_prom_reason_t reason, const char *why)
+{
+    for (size_t i = 0; i < n; i++) {
+        qs[i].result.reason = reason;
+        ms_errf(qs[i].result.message, sizeof qs[i].result.message, MS_OK, "%s", why);
+    }
+}
+
+ms_err_t ms_prom_run(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n)
+{
+    const char *hdrs[MAX_HEADERS + 4];
+    size_t nh = 0, sent = 0;
+    ms_http_request_t *reqs = NULL;
+    ms_http_response_t *resps = NULL;
+    ms_buf_t *bodies = NULL;
+    ms_http_batch_t *batch = NULL;
+    char why[MS_ERRBUF_SIZE] = "", *token = NULL;
+    ms_err_t err = MS_OK;
+    unsigned long long failures = 0;
+
+    for (size_t i = 0; i < n; i++)
+        ms_prom_result_cleanup(&qs[i].result);
+    if (n == 0)
+        return MS_OK;
+    if (!run_headers(c, hdrs, &nh, &token, why, sizeof why)) {
+        fail_all(qs, n, MS_PROM_CREDENTIALS, why);
+        return MS_OK;
+    }
+    reqs = calloc(n, sizeof *reqs);
+    resps = calloc(n, sizeof *resps);
+    bodies = calloc(n, sizeof *bodies);
+    batch = ms_http_batch_new(c->http, c->max_in_flight);
+    if (reqs == NULL || resps == NULL || bodies == NULL || batch == NULL) {
+        err = MS_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ms_buf_init(&bodies[i], REQUEST_MAX);
+        ms_http_response_init(&resps[i], c->max_body);
+        if (build_body(c, &qs[i], &bodies[i]) != MS_OK) {
+            fail_all(&qs[i], 1, MS_PROM_BAD_QUERY, "the query is too long to send");
+            continue; /* the others still run */
+        }
+        reqs[i] = (ms_http_request_t){.method = "POST",
+                                      .url = qs[i].range ? c->range_url : c->query_url,
+                                      .headers = hdrs,
+                                      .nheaders = nh,
+                                      .body = bodies[i].data,
+                                      .body_len = bodies[i].len,
+                                      .timeout_ms = c->timeout_ms};
+        if ((err = ms_http_batch_add(batch, &reqs[i], &resps[i])) != MS_OK)
+            goto out;
+    }
+    if ((err = ms_http_batch_run(batch)) != MS_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (reqs[i].url == NULL)
+            continue; /* never sent */
+        ms_prom_reason_t r = ms_prom_decode_response(&resps[i], &qs[i].result);
+        if (r != MS_PROM_OK && r != MS_PROM_NO_DATA)
+            failures++;
+        sent++;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->stats.queries += sent;
+    c->stats.failures += failures;
+    pthread_mutex_unlock(&c->lock);
+out:
+    if (err != MS_OK) {
+        snprintf(why, sizeof why, "the query batch failed: %s", ms_strerror(err));
+        fail_all(qs, n, MS_PROM_TRANSPORT, why);
+    }
+    ms_http_batch_free(batch);
+    for (size_t i = 0; resps != NULL && i < n; i++)
+        ms_http_response_cleanup(&resps[i]);
+    for (size_t i = 0; bodies != NULL && i < n; i++)
+        ms_buf_cleanup(&bodies[i]);
+    free(reqs);
+    free(resps);
+    free(bodies);
+    free_secret(token);
+    return err;
+}
+
+void ms_prom_client_stats(ms_prom_client_t *c, ms_prom_client_stats_t *out)
+{
+    pthread_mutex_lock(&c->lock);
+    *out = c->stats;
+    pthread_mutex_unlock(&c->lock);
+}

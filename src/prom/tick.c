@@ -1,0 +1,568 @@
+/*
+ * tick.c - one observation round for many objects: plan the queries (one
+ * per preset kind in use, plus each distinct expanded user query), run them
+ * in one bounded batch, and split the answers back per object.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "meshscaler/log.h"
+#include "meshscaler/prom_sources.h"
+#include "strmap.h"
+#include "tick_internal.h"
+
+/* Per-object slots: every value one object may ask Prometheus for. */
+#define SLOT_METRIC(i) (i)
+#define SLOT_DS_USAGE(d) (MS_MAX_METRICS + (d))
+#define SLOT_DS_LIMIT(d) (MS_MAX_METRICS + MS_MAX_DOWNSTREAMS + (d))
+#define SLOT_RETRY (MS_MAX_METRICS + 2 * MS_MAX_DOWNSTREAMS)
+#define SLOT_SAT_ADMITTED(i) (SLOT_RETRY + 1 + (i))
+#define SLOT_SAT_REJECTED(i) (SLOT_RETRY + 1 + MS_MAX_METRICS + (i))
+#define NSLOTS (SLOT_RETRY + 1 + 2 * MS_MAX_METRICS)
+
+/* A slot holds a query index (>= 0), PLAN_NONE, or a template error whose
+ * detail is details[PLAN_TEMPLATE_BASE - value]. */
+#define PLAN_NONE (-1)
+#define PLAN_TEMPLATE_BASE (-2)
+
+enum { F_USAGE = 1, F_LIMIT = 2, F_USAGE_ALL = 4, F_PODS = 8, F_AGE = 16 };
+
+typedef struct {
+    unsigned have;
+    double usage, limit, usage_all, pods, age;
+} fields_t;
+
+typedef struct {
+    ms_prom_reason_t reason;
+    double value;
+    const char *detail;
+} answer_t;
+
+struct ms_prom_tick {
+    ms_prom_preset_options_t opts; /* strings point at the copies below */
+    char *workload_label;
+    char *rate_window;
+
+    /* Everything below belongs to the last run. */
+    ms_prom_query_t *queries;
+    char **texts; /* owned query text, parallel to queries */
+    answer_t *answers;
+    size_t nqueries, capqueries;
+    int builtin[MS_PROM_KIND__COUNT]; /* query index, or -1 */
+    ms__strmap_t dedup;               /* user query text -> query index */
+    int32_t *plan;                    /* nobjects * NSLOTS */
+    char **details;                   /* owned detail lines */
+    size_t ndetails, capdetails;
+    ms__strmap_t groups; /* kind/namespace/workload/container -> fields index */
+    fields_t *fields;
+    size_t nfields, capfields;
+    ms__strmap_t containers;
+    const char **container_list; /* borrowed from the specs during the run */
+    size_t ncontainers, capcontainers;
+    ms__strmap_t namespaces;
+    const char **namespace_list; /* borrowed from the objects during the run */
+    size_t nnamespaces, capnamespaces;
+    ms_prom_tick_stats_t stats;
+};
+
+static void oom(void)
+{
+    MS_LOG_ERROR("out of memory", MS_S("where", "prom tick"));
+    abort();
+}
+
+static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
+{
+    size_t ncap;
+    void *q;
+
+    if (need <= *cap)
+        return p;
+    ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    q = realloc(p, ncap * size);
+    if (q == NULL)
+        oom();
+    *cap = ncap;
+    return q;
+}
+
+static char *dup_opt(const char *s)
+{
+    char *d;
+    if (s == NULL)
+        return NULL;
+    if ((d = strdup(s)) == NULL)
+        oom();
+    return d;
+}
+
+ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *o, char *errbuf, size_t errlen)
+{
+    ms_prom_tick_t *t;
+    char *probe = NULL;
+    const char *c = "probe";
+    ms_prom_preset_scope_t scope = {.containers = &c, .ncontainers = 1};
+
+    /* Validate the options once by building a query with them. */
+    if (ms_prom_preset_query(MS_PROM_KIND_CPU, o, &scope, &probe, errbuf, errlen) != MS_OK)
+        return NULL;
+    free(probe);
+    if ((t = calloc(1, sizeof *t)) == NULL)
+        oom();
+    t->workload_label = dup_opt(o->workload_label);
+    t->rate_window = dup_opt(o->rate_window);
+    t->opts = *o;
+    t->opts.workload_label = t->workload_label;
+    t->opts.rate_window = t->rate_window;
+    ms__strmap_init(&t->dedup);
+    ms__strmap_init(&t->groups);
+    ms__strmap_init(&t->containers);
+    ms__strmap_init(&t->namespaces);
+    return t;
+}
+
+/* Forget the last run. */
+static void reset(ms_prom_tick_t *t)
+{
+    for (size_t i = 0; i < t->nqueries; i++) {
+        ms_prom_result_cleanup(&t->queries[i].result);
+        free(t->texts[i]);
+    }
+    t->nqueries = 0;
+    for (size_t i = 0; i < t->ndetails; i++)
+        free(t->details[i]);
+    t->ndetails = 0;
+    ms__strmap_cleanup(&t->dedup);
+    ms__strmap_cleanup(&t->groups);
+    ms__strmap_cleanup(&t->containers);
+    ms__strmap_cleanup(&t->namespaces);
+    t->nfields = 0;
+    t->ncontainers = 0;
+    t->nnamespaces = 0;
+    free(t->plan);
+    t->plan = NULL;
+    for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
+        t->builtin[k] = -1;
+}
+
+void ms_prom_tick_free(ms_prom_tick_t *t)
+{
+    if (t == NULL)
+        return;
+    reset(t);
+    free(t->queries);
+    free(t->texts);
+    free(t->answers);
+    free(t->details);
+    free(t->fields);
+    free(t->container_list);
+    free(t->namespace_list);
+    free(t->workload_label);
+    free(t->rate_window);
+    free(t);
+}
+
+/* Keep a detail line; returns its index. */
+static size_t keep_detail(ms_prom_tick_t *t, const char *line)
+{
+    t->details = grow_array(t->details, &t->capdetails, t->ndetails + 1, sizeof *t->details);
+    t->details[t->ndetails] = dup_opt(line);
+    return t->ndetails++;
+}
+
+/* Append a query that takes ownership of text; returns its index. The
+ * three per-query arrays grow together. */
+static size_t add_query(ms_prom_tick_t *t, char *text, double now)
+{
+    size_t i = t->nqueries;
+
+    if (i == t->capqueries) {
+        size_t cap = t->capqueries ? t->capqueries * 2 : 16;
+        ms_prom_query_t *q = realloc(t->queries, cap * sizeof *q);
+        if (q == NULL)
+            oom();
+        t->queries = q;
+        char **x = realloc(t->texts, cap * sizeof *x);
+        if (x == NULL)
+            oom();
+        t->texts = x;
+        answer_t *a = realloc(t->answers, cap * sizeof *a);
+        if (a == NULL)
+            oom();
+        t->answers = a;
+        t->capqueries = cap;
+    }
+    memset(&t->queries[i], 0, sizeof t->queries[i]);
+    ms_prom_result_init(&t->queries[i].result);
+    t->queries[i].query = text;
+    t->queries[i].time = now;
+    t->texts[i] = text;
+    t->nqueries++;
+    return i;
+}
+
+/* Plan one user query for an object: expand, deduplicate, remember. */
+static int32_t plan_user(ms_prom_tick_t *t, const ms_prom_object_t *o, const char *tmpl, double now)
+{
+    ms_prom_template_vars_t v = {o->namespace_name, o->name, o->kind, o->pod_regex};
+    char err[MS_ERRBUF_SIZE];
+    char *text = NULL;
+    size_t idx;
+
+    if (tmpl == NULL)
+        return PLAN_NONE;
+    t->stats.user_refs++;
+    if (ms_prom_template_expand(tmpl, &v, &text, err, sizeof err) != MS_OK)
+        return (int32_t)(PLAN_TEMPLATE_BASE - (int64_t)keep_detail(t, err));
+    if (ms__strmap_get(&t->dedup, text, strlen(text), &idx)) {
+        free(text);
+        return (int32_t)idx;
+    }
+    idx = add_query(t, text, now);
+    ms__strmap_put(&t->dedup, text, strlen(text), idx);
+    t->stats.user_queries++;
+    return (int32_t)idx;
+}
+
+/* Remember a borrowed name once in (map, list). */
+static void remember(ms__strmap_t *map, const char ***list, size_t *n, size_t *cap, const char *name)
+{
+    size_t len = strlen(name), idx;
+
+    if (ms__strmap_get(map, name, len, &idx))
+        return;
+    ms__strmap_put(map, name, len, *n);
+    *list = grow_array(*list, cap, *n + 1, sizeof **list);
+    (*list)[(*n)++] = name;
+}
+
+static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *plan, bool *kinds,
+                        double now)
+{
+    const ms_spec_t *s = o->spec;
+
+    if (o->namespace_name != NULL)
+        remember(&t->namespaces, &t->namespace_list, &t->nnamespaces, &t->capnamespaces,
+                 o->namespace_name);
+
+    for (size_t i = 0; i < NSLOTS; i++)
+        plan[i] = PLAN_NONE;
+    for (size_t i = 0; i < s->nmetrics && i < MS_MAX_METRICS; i++) {
+        const ms_metric_spec_t *m = &s->metrics[i];
+        switch (m->source) {
+        case MS_SOURCE_SIDECAR_CONCURRENCY:
+            if (m->proxy == MS_PROXY_ENVOY)
+                kinds[MS_PROM_KIND_ENVOY] = true;
+            else if (m->proxy == MS_PROXY_HAPROXY)
+                kinds[MS_PROM_KIND_HAPROXY] = true;
+            else if (m->proxy == MS_PROXY_LINKERD)
+                kinds[MS_PROM_KIND_LINKERD] = true;
+            break;
+        case MS_SOURCE_SIDECAR_CPU:
+            if (m->container != NULL) {
+                kinds[MS_PROM_KIND_CPU] = true;
+                remember(&t->containers, &t->container_list, &t->ncontainers, &t->capcontainers,
+                         m->container);
+            }
+            break;
+        case MS_SOURCE_PROMETHEUS:
+            plan[SLOT_METRIC(i)] = plan_user(t, o, m->query, now);
+            break;
+        }
+        if (s->saturation[i].enabled) {
+            plan[SLOT_SAT_ADMITTED(i)] = plan_user(t, o, s->saturation[i].admitted_query, now);
+            plan[SLOT_SAT_REJECTED(i)] = plan_user(t, o, s->saturation[i].rejected_query, now);
+        }
+    }
+    for (size_t d = 0; d < s->ndownstreams && d < MS_MAX_DOWNSTREAMS; d++) {
+        plan[SLOT_DS_USAGE(d)] = plan_user(t, o, s->downstreams[d].usage_query, now);
+        plan[SLOT_DS_LIMIT(d)] = plan_user(t, o, s->downstreams[d].limit_query, now);
+    }
+    if (s->retry_storm.enabled)
+        plan[SLOT_RETRY] = plan_user(t, o, s->retry_storm.retry_share_query, now);
+}
+
+/* "kind\x1fnamespace\x1fworkload\x1fcontainer" into buf; false if too long. */
+static bool group_key(char *buf, size_t cap, ms_prom_kind_t kind, const char *ns, const char *wl,
+                      const char *container, size_t *len)
+{
+    int n = snprintf(buf, cap, "%d\x1f%s\x1f%s\x1f%s", (int)kind, ns ? ns : "", wl ? wl : "",
+                     container ? container : "");
+    if (n < 0 || (size_t)n >= cap)
+        return false;
+    *len = (size_t)n;
+    return true;
+}
+
+static void take_builtin(ms_prom_tick_t *t, ms_prom_kind_t kind, const ms_prom_result_t *r)
+{
+    const char *wl_label = ms_prom_preset_workload_label(&t->opts);
+    char key[1024];
+
+    if (r->reason != MS_PROM_OK || r->type != MS_PROM_TYPE_VECTOR)
+        return;
+    for (size_t i = 0; i < r->nseries; i++) {
+        const ms_prom_series_t *s = &r->series[i];
+        const char *field = ms_prom_series_label(s, "ms_field");
+        const char *container = kind == MS_PROM_KIND_CPU ? ms_prom_series_label(s, "container") : "";
+        double v = s->points[0].v;
+        size_t len, idx;
+        fields_t *f;
+
+        if (field == NULL || !isfinite(v) ||
+            !group_key(key, sizeof key, kind, ms_prom_series_label(s, "namespace"),
+                       ms_prom_series_label(s, wl_label), container, &len))
+            continue;
+        if (!ms__strmap_get(&t->groups, key, len, &idx)) {
+            idx = t->nfields;
+            t->fields = grow_array(t->fields, &t->capfields, idx + 1, sizeof *t->fields);
+            memset(&t->fields[idx], 0, sizeof t->fields[idx]);
+            ms__strmap_put(&t->groups, key, len, idx);
+            t->nfields++;
+        }
+        f = &t->fields[idx];
+        if (strcmp(field, "usage") == 0)
+            f->usage = v, f->have |= F_USAGE;
+        else if (strcmp(field, "limit") == 0)
+            f->limit = v, f->have |= F_LIMIT;
+        else if (strcmp(field, "usage_all") == 0)
+            f->usage_all = v, f->have |= F_USAGE_ALL;
+        else if (strcmp(field, "pods") == 0)
+            f->pods = v, f->have |= F_PODS;
+        else if (strcmp(field, "age") == 0)
+            f->age = v, f->have |= F_AGE;
+    }
+}
+
+static const char *const no_data_detail[MS_PROM_KIND__COUNT] = {
+    "no envoy_cluster_upstream_rq_active series of an inbound cluster for this workload",
+    "no haproxy_server_current_sessions series for this workload",
+    "no response_latency_ms_sum{direction=\"inbound\"} series for this workload",
+    "no container_cpu_usage_seconds_total series of this container for this workload",
+};
+
+static const char *const no_limit_detail[MS_PROM_KIND__COUNT] = {
+    "no envoy_cluster_circuit_breakers_default_remaining_rq series and no limit in the spec",
+    "no haproxy_server_limit_sessions above 0 (server maxconn) and no limit in the spec",
+    "linkerd exports no in-flight limit: set sidecarConcurrency.limit",
+    "no kube_pod_container_resource_limits{resource=\"cpu\"} series for this container",
+};
+
+static void set(ms_sample_t *s, ms_prom_why_t *w, ms_prom_reason_t reason, double v, const char *detail)
+{
+    w->reason = reason;
+    w->detail = detail ? detail : "";
+    if (reason == MS_PROM_OK && !isfinite(v)) {
+        w->reason = isnan(v) ? MS_PROM_NOT_A_NUMBER : MS_PROM_INFINITE;
+        w->detail = ms_prom_reason_sentence(w->reason);
+    }
+    s->present = w->reason == MS_PROM_OK;
+    s->value = s->present ? v : 0;
+}
+
+/* The value of a preset metric for one object. */
+static void fill_preset(ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_metric_spec_t *m,
+                        ms_sample_t *s, ms_prom_why_t *w)
+{
+    ms_prom_kind_t kind = m->source == MS_SOURCE_SIDECAR_CPU ? MS_PROM_KIND_CPU
+                          : m->proxy == MS_PROXY_ENVOY       ? MS_PROM_KIND_ENVOY
+                          : m->proxy == MS_PROXY_HAPROXY     ? MS_PROM_KIND_HAPROXY
+                                                             : MS_PROM_KIND_LINKERD;
+    const ms_prom_result_t *r;
+    const fields_t *f;
+    char key[1024];
+    size_t len, idx;
+
+    if (t->builtin[kind] < 0) {
+        set(s, w, MS_PROM_NOT_CONFIGURED, 0, "the preset query was not built");
+        return;
+    }
+    r = &t->queries[t->builtin[kind]].result;
+    if (r->reason != MS_PROM_OK) {
+        set(s, w, r->reason, 0, r->message);
+        return;
+    }
+    if (r->type != MS_PROM_TYPE_VECTOR) {
+        set(s, w, MS_PROM_WRONG_TYPE, 0, "the preset query did not return a vector");
+        return;
+    }
+    if (!group_key(key, sizeof key, kind, o->namespace_name, o->workload ? o->workload : o->name,
+                   kind == MS_PROM_KIND_CPU ? m->container : "", &len) ||
+        !ms__strmap_get(&t->groups, key, len, &idx) ||
+        !((f = &t->fields[idx])->have & F_PODS) || f->pods <= 0 || !(f->have & F_USAGE_ALL)) {
+        set(s, w, MS_PROM_NO_DATA, 0, no_data_detail[kind]);
+        return;
+    }
+    if (t->opts.max_age > 0 && (f->have & F_AGE) && f->age > t->opts.max_age) {
+        set(s, w, MS_PROM_STALE, 0, "the newest sample of some pod is older than the staleness limit");
+        return;
+    }
+    switch (m->target_type) {
+    case MS_TARGET_UTILIZATION:
+        /* Percent of the limit: the spec's per-pod limit, else the exported one. */
+        if (m->has_limit && m->source == MS_SOURCE_SIDECAR_CONCURRENCY) {
+            if (m->limit <= 0)
+                set(s, w, MS_PROM_NO_LIMIT, 0, "the spec limit is not positive");
+            else
+                set(s, w, MS_PROM_OK, 100.0 * f->usage_all / (m->limit * f->pods), NULL);
+        } else if ((f->have & F_USAGE) && (f->have & F_LIMIT) && f->limit > 0) {
+            set(s, w, MS_PROM_OK, 100.0 * f->usage / f->limit, NULL);
+        } else {
+            set(s, w, MS_PROM_NO_LIMIT, 0, no_limit_detail[kind]);
+        }
+        break;
+    case MS_TARGET_AVERAGE_VALUE:
+        set(s, w, MS_PROM_OK, f->usage_all, NULL); /* the total; the engine divides */
+        break;
+    default:
+        set(s, w, MS_PROM_OK, f->usage_all / f->pods, NULL); /* per pod */
+        break;
+    }
+}
+
+static void fill_user(const ms_prom_tick_t *t, int32_t plan, ms_sample_t *s, ms_prom_why_t *w)
+{
+    if (plan == PLAN_NONE) {
+        set(s, w, MS_PROM_NOT_CONFIGURED, 0, ms_prom_reason_sentence(MS_PROM_NOT_CONFIGURED));
+    } else if (plan <= PLAN_TEMPLATE_BASE) {
+        set(s, w, MS_PROM_TEMPLATE, 0, t->details[(size_t)((int64_t)PLAN_TEMPLATE_BASE - plan)]);
+    } else {
+        const answer_t *a = &t->answers[plan];
+        set(s, w, a->reason, a->value, a->detail);
+    }
+}
+
+static void fill_object(ms_prom_tick_t *t, const ms_prom_object_t *o, const int32_t *plan,
+                        ms_prom_object_obs_t *out)
+{
+    const ms_spec_t *s = o->spec;
+    ms_observation_t *obs = &out->obs;
+
+    memset(out, 0, sizeof *out);
+    ms_observation_init(obs);
+    for (size_t i = 0; i < MS_MAX_METRICS; i++) {
+        const char *none = ms_prom_reason_sentence(MS_PROM_NOT_CONFIGURED);
+        out->metrics[i] = (ms_prom_why_t){MS_PROM_NOT_CONFIGURED, none};
+        out->saturation_admitted[i] = out->saturation_rejected[i] = out->metrics[i];
+        if (i < MS_MAX_DOWNSTREAMS)
+            out->downstream_usage[i] = out->downstream_limit[i] = out->metrics[i];
+        out->retry_share = out->metrics[i];
+    }
+    for (size_t i = 0; i < s->nmetrics && i < MS_MAX_METRICS; i++) {
+        const ms_metric_spec_t *m = &s->metrics[i];
+        if (m->source == MS_SOURCE_PROMETHEUS)
+            fill_user(t, plan[SLOT_METRIC(i)], &obs->metrics[i], &out->metrics[i]);
+        else
+            fill_preset(t, o, m, &obs->metrics[i], &out->metrics[i]);
+        fill_user(t, plan[SLOT_SAT_ADMITTED(i)], &obs->saturation[i].admitted,
+                  &out->saturation_admitted[i]);
+        fill_user(t, plan[SLOT_SAT_REJECTED(i)], &obs->saturation[i].rejected,
+                  &out->saturation_rejected[i]);
+    }
+    for (size_t d = 0; d < s->ndownstreams && d < MS_MAX_DOWNSTREAMS; d++) {
+        fill_user(t, plan[SLOT_DS_USAGE(d)], &obs->downstreams[d].usage, &out->downstream_usage[d]);
+        fill_user(t, plan[SLOT_DS_LIMIT(d)], &obs->downstreams[d].limit, &out->downstream_limit[d]);
+    }
+    fill_user(t, plan[SLOT_RETRY], &obs->retry_share, &out->retry_share);
+}
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static ms_err_t run_client(void *ctx, ms_prom_query_t *queries, size_t n)
+{
+    return ms_prom_run(ctx, queries, n);
+}
+
+ms_err_t ms_prom_tick_run(ms_prom_tick_t *t, ms_prom_client_t *client, const ms_prom_object_t *objs,
+                          size_t n, double now, ms_prom_object_obs_t *out)
+{
+    return ms__prom_tick_run_with(t, run_client, client, objs, n, now, out);
+}
+
+ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void *ctx,
+                                const ms_prom_object_t *objs, size_t n, double now,
+                                ms_prom_object_obs_t *out)
+{
+    bool kinds[MS_PROM_KIND__COUNT] = {false};
+    double started = mono_seconds();
+    ms_err_t err;
+
+    reset(t);
+    memset(&t->stats, 0, sizeof t->stats);
+    t->stats.objects = n;
+    if (n > SIZE_MAX / NSLOTS / sizeof *t->plan)
+        return MS_ERR_RANGE;
+    t->plan = malloc((n ? n : 1) * NSLOTS * sizeof *t->plan);
+    if (t->plan == NULL)
+        oom();
+
+    /* Plan every object (user queries deduplicated as they come), then one
+     * query per preset kind in use. */
+    for (size_t i = 0; i < n; i++)
+        plan_object(t, &objs[i], t->plan + i * NSLOTS, kinds, now);
+    for (int k = 0; k < MS_PROM_KIND__COUNT; k++) {
+        ms_prom_preset_scope_t scope = {t->container_list, t->ncontainers, t->namespace_list,
+                                        t->nnamespaces};
+        char *text = NULL;
+        char why[MS_ERRBUF_SIZE];
+
+        if (!kinds[k])
+            continue;
+        if (ms_prom_preset_query((ms_prom_kind_t)k, &t->opts, &scope, &text, why, sizeof why) !=
+            MS_OK) {
+            MS_LOG_ERROR("preset query", MS_S("kind", ms_prom_kind_name((ms_prom_kind_t)k)),
+                         MS_S("detail", why));
+            continue;
+        }
+        t->builtin[k] = (int)add_query(t, text, now);
+        t->stats.builtin_queries++;
+    }
+
+    for (size_t q = 0; q < t->nqueries; q++)
+        t->queries[q].query = t->texts[q];
+    err = run(ctx, t->queries, t->nqueries);
+    t->stats.queries_sent = t->nqueries;
+    for (size_t q = 0; q < t->nqueries; q++) {
+        answer_t *a = &t->answers[q];
+        char msg[MS_ERRBUF_SIZE];
+        bool builtin = false;
+
+        for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
+            builtin = builtin || t->builtin[k] == (int)q;
+        if (t->queries[q].result.reason != MS_PROM_OK)
+            t->stats.failed_queries++;
+        if (t->queries[q].result.nwarnings > 0)
+            MS_LOG_WARN("prometheus warning", MS_S("warning", t->queries[q].result.warning));
+        if (builtin)
+            continue; /* split per workload below, not one number */
+        a->value = 0;
+        a->reason = ms_prom_result_number(&t->queries[q].result, now, t->opts.max_age, &a->value,
+                                          msg, sizeof msg);
+        a->detail = "";
+        if (a->reason != MS_PROM_OK) {
+            size_t idx = keep_detail(t, msg); /* may move t->details */
+            a->detail = t->details[idx];
+        }
+    }
+    for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
+        if (t->builtin[k] >= 0)
+            take_builtin(t, (ms_prom_kind_t)k, &t->queries[t->builtin[k]].result);
+    for (size_t i = 0; i < n; i++)
+        fill_object(t, &objs[i], t->plan + i * NSLOTS, &out[i]);
+    t->ncontainers = 0; /* the names were borrowed from the specs and objects */
+    t->nnamespaces = 0;
+    t->stats.seconds = mono_seconds() - started;
+    return err;
+}
+
+void ms_prom_tick_stats(const ms_prom_tick_t *t, ms_prom_tick_stats_t *out) { *out = t->stats; }
