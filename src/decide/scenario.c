@@ -58,6 +58,29 @@ static ms_err_t read_tick_metrics(const ms__scenario_t *sc, const cJSON *m, ms_j
     return MS_OK;
 }
 
+/* An observation of two non-negative samples, {"<a>": n, "<b>": n}, at path p;
+ * null or absent leaves both missing. */
+static ms_err_t read_pair(const cJSON *obj, ms_jpath_t *p, const char *a, ms_sample_t *sa,
+                          const char *b, ms_sample_t *sb, char *errbuf, size_t errlen)
+{
+    ms_err_t err;
+    size_t saved;
+
+    if (ms_json_is_absent(obj))
+        return MS_OK;
+    if ((err = ms_json_object(obj, p, errbuf, errlen)) != MS_OK)
+        return err;
+    saved = ms_jpath_push_key(p, a);
+    if ((err = read_sample(child(obj, a), p, 0, sa, errbuf, errlen)) != MS_OK)
+        return err;
+    ms_jpath_pop(p, saved);
+    ms_jpath_push_key(p, b);
+    if ((err = read_sample(child(obj, b), p, 0, sb, errbuf, errlen)) != MS_OK)
+        return err;
+    ms_jpath_pop(p, saved);
+    return MS_OK;
+}
+
 static ms_err_t read_downstream_signals(const ms__scenario_t *sc, const cJSON *obj, ms_jpath_t *p,
                                         ms__tick_t *t, char *errbuf, size_t errlen)
 {
@@ -70,26 +93,16 @@ static ms_err_t read_downstream_signals(const ms__scenario_t *sc, const cJSON *o
         size_t saved = ms_jpath_push_key(p, it->string);
         int i = ms_spec_downstream_index(&sc->spec, it->string);
         ms_downstream_obs_t *o;
-        size_t at;
 
         if (i < 0)
             return ms_jpath_errf(p, errbuf, errlen, "downstream not declared in spec.guardrails.downstream");
-        if (ms_json_is_absent(it)) {
-            ms_jpath_pop(p, saved);
-            continue;
-        }
-        if ((err = ms_json_object(it, p, errbuf, errlen)) != MS_OK)
-            return err;
         o = &t->obs.downstreams[i];
-        at = ms_jpath_push_key(p, "usage");
-        if ((err = read_sample(child(it, "usage"), p, 0, &o->usage, errbuf, errlen)) != MS_OK)
+        if ((err = read_pair(it, p, "usage", &o->usage, "limit", &o->limit, errbuf, errlen)) != MS_OK)
             return err;
-        ms_jpath_pop(p, at);
-        at = ms_jpath_push_key(p, "limit");
-        if ((err = read_sample(child(it, "limit"), p, 0, &o->limit, errbuf, errlen)) != MS_OK)
-            return err;
-        if (o->limit.present && !(o->limit.value > 0))
+        if (o->limit.present && !(o->limit.value > 0)) {
+            ms_jpath_push_key(p, "limit");
             return ms_jpath_errf(p, errbuf, errlen, "must be greater than 0");
+        }
         ms_jpath_pop(p, saved);
     }
     return MS_OK;
@@ -107,23 +120,12 @@ static ms_err_t read_saturation_signals(const ms__scenario_t *sc, const cJSON *o
         size_t saved = ms_jpath_push_key(p, it->string);
         int i = ms_spec_metric_index(&sc->spec, it->string);
         ms_saturation_obs_t *o;
-        size_t at;
 
         if (i < 0 || !sc->spec.saturation[i].enabled)
             return ms_jpath_errf(p, errbuf, errlen, "metric not declared in spec.guardrails.saturation");
-        if (ms_json_is_absent(it)) {
-            ms_jpath_pop(p, saved);
-            continue;
-        }
-        if ((err = ms_json_object(it, p, errbuf, errlen)) != MS_OK)
-            return err;
         o = &t->obs.saturation[i];
-        at = ms_jpath_push_key(p, "admitted");
-        if ((err = read_sample(child(it, "admitted"), p, 0, &o->admitted, errbuf, errlen)) != MS_OK)
-            return err;
-        ms_jpath_pop(p, at);
-        ms_jpath_push_key(p, "rejected");
-        if ((err = read_sample(child(it, "rejected"), p, 0, &o->rejected, errbuf, errlen)) != MS_OK)
+        if ((err = read_pair(it, p, "admitted", &o->admitted, "rejected", &o->rejected, errbuf,
+                             errlen)) != MS_OK)
             return err;
         ms_jpath_pop(p, saved);
     }

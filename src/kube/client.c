@@ -10,17 +10,10 @@
 
 #include "kube_client_internal.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
 #define MAX_RETRY_AFTER 30.0
-
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (d == NULL)
-        abort();
-    return d;
-}
 
 static bool is_loopback(const char *server)
 {
@@ -71,9 +64,9 @@ ms_kube_client_t *ms_kube_client_new(const ms_kube_config_t *cfg,
         ms_kube_client_free(c);
         return NULL;
     }
-    c->server = xstrdup(cfg->server);
-    c->source = xstrdup(cfg->source ? cfg->source : "configuration");
-    c->namespace_ = xstrdup(cfg->namespace_ ? cfg->namespace_ : "default");
+    c->server = ms_xstrdup(cfg->server);
+    c->source = ms_xstrdup(cfg->source ? cfg->source : "configuration");
+    c->namespace_ = ms_xstrdup(cfg->namespace_ ? cfg->namespace_ : "default");
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
     c->max_retries = o->max_retries > 0 ? o->max_retries : 10; /* client-go's maxRetries */
     c->cancel = o->cancel;

@@ -10,16 +10,8 @@
 #include "kube_internal.h"
 #include "meshscaler/kubeconfig.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (d == NULL) {
-        MS_LOG_ERROR("out of memory");
-        abort();
-    }
-    return d;
-}
 
 /* Split $KUBECONFIG at ':' into at most MS__KUBE_MAX_FILES paths inside storage. */
 static size_t split_env(const char *env, char *storage, size_t cap, const char **paths)
@@ -95,29 +87,29 @@ ms_err_t ms_kube_config_in_cluster(const char *sa_dir, ms_kube_config_t **out, c
         abort();
     /* An IPv6 address needs brackets in a URL. */
     snprintf(server, sizeof server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
-    c->server = xstrdup(server);
+    c->server = ms_xstrdup(server);
     c->in_cluster = true;
-    c->context = xstrdup("in-cluster");
-    c->source = xstrdup(sa_dir);
+    c->context = ms_xstrdup("in-cluster");
+    c->source = ms_xstrdup(sa_dir);
     snprintf(path, sizeof path, "%s/token", sa_dir);
     if ((err = ms__kube_read_file(path, &b, why, sizeof why)) != MS_OK)
         goto bad;
     ms_buf_cleanup(&b);
-    c->token_file = xstrdup(path);
+    c->token_file = ms_xstrdup(path);
     snprintf(path, sizeof path, "%s/ca.crt", sa_dir);
     if ((err = ms__kube_read_file(path, &b, why, sizeof why)) != MS_OK)
         goto bad;
     ms_buf_cleanup(&b);
-    c->ca_file = xstrdup(path);
+    c->ca_file = ms_xstrdup(path);
     snprintf(path, sizeof path, "%s/namespace", sa_dir);
     if (ms__kube_read_file(path, &b, why, sizeof why) == MS_OK && b.len > 0) {
         size_t len = b.len;
         while (len > 0 && (b.data[len - 1] == '\n' || b.data[len - 1] == ' '))
             len--;
         b.data[len] = '\0';
-        c->namespace_ = xstrdup(b.data);
+        c->namespace_ = ms_xstrdup(b.data);
     } else {
-        c->namespace_ = xstrdup("default");
+        c->namespace_ = ms_xstrdup("default");
     }
     ms_buf_cleanup(&b);
     *out = c;

@@ -17,6 +17,7 @@
 #include "meshscaler/json.h"
 #include "meshscaler/kubeconfig.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 typedef struct {
     yaml_document_t doc;
@@ -32,15 +33,6 @@ typedef struct {
     ms_jpath_t path;   /* e.g. users[2].user */
 } entry_t;
 
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s);
-    if (d == NULL) {
-        MS_LOG_ERROR("out of memory");
-        abort();
-    }
-    return d;
-}
 
 /* ---- YAML access ---- */
 
@@ -90,7 +82,7 @@ static ms_err_t get_str(kdoc_t *kd, yaml_node_t *map, const char *key, ms_jpath_
             strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
             err = fail(errbuf, errlen, kd, p, "not a string");
         else
-            *out = xstrdup((const char *)n->data.scalar.value);
+            *out = ms_xstrdup((const char *)n->data.scalar.value);
     }
     ms_jpath_pop(p, mark);
     return err;
@@ -124,7 +116,7 @@ static char *resolve(const kdoc_t *kd, const char *path)
     char *abs;
 
     if (path[0] == '/' || kd->dir[0] == '\0')
-        return xstrdup(path);
+        return ms_xstrdup(path);
     need = strlen(kd->dir) + strlen(path) + 2;
     abs = malloc(need);
     if (abs == NULL)
@@ -215,15 +207,15 @@ static void kdoc_cleanup(kdoc_t *kd)
 
 static void kdoc_set_name(kdoc_t *kd, const char *name, const char *dir)
 {
-    kd->name = xstrdup(name);
+    kd->name = ms_xstrdup(name);
     if (dir != NULL) {
-        kd->dir = xstrdup(dir);
+        kd->dir = ms_xstrdup(dir);
     } else {
         const char *slash = strrchr(name, '/');
         if (slash == name) {
-            kd->dir = xstrdup("/");
+            kd->dir = ms_xstrdup("/");
         } else {
-            kd->dir = xstrdup(name);
+            kd->dir = ms_xstrdup(name);
             kd->dir[slash ? (size_t)(slash - name) : 0] = '\0';
         }
     }
@@ -343,7 +335,7 @@ static ms_err_t read_string_list(kdoc_t *kd, yaml_node_t *seq, ms_jpath_t *p, ch
             ms_jpath_push_index(p, i);
             return fail(errbuf, errlen, kd, p, "not a string");
         }
-        (*out)[(*n)++] = xstrdup((const char *)s->data.scalar.value);
+        (*out)[(*n)++] = ms_xstrdup((const char *)s->data.scalar.value);
     }
     return MS_OK;
 }
@@ -522,7 +514,7 @@ static ms_err_t resolve_docs(kdoc_t *docs, size_t n, const char *context, ms_kub
     if (c == NULL)
         abort();
     source_of(docs, n, src, sizeof src);
-    c->source = xstrdup(src);
+    c->source = ms_xstrdup(src);
     if (context == NULL || context[0] == '\0') {
         if ((err = current_context(docs, n, &cur, errbuf, errlen)) != MS_OK)
             goto out;
@@ -533,7 +525,7 @@ static ms_err_t resolve_docs(kdoc_t *docs, size_t n, const char *context, ms_kub
         }
         context = cur;
     }
-    c->context = xstrdup(context);
+    c->context = ms_xstrdup(context);
     if ((err = find_merged(docs, n, "contexts", "context", context, &ctx, &found, errbuf, errlen)) != MS_OK)
         goto out;
     if (!found) {
@@ -575,7 +567,7 @@ static ms_err_t resolve_docs(kdoc_t *docs, size_t n, const char *context, ms_kub
     }
     if (c->namespace_ == NULL || c->namespace_[0] == '\0') {
         free(c->namespace_);
-        c->namespace_ = xstrdup("default");
+        c->namespace_ = ms_xstrdup("default");
     }
     if (c->insecure_skip_tls_verify)
         MS_LOG_WARN("TLS verification of the API server is off (insecure-skip-tls-verify)",

@@ -8,6 +8,7 @@
 #include "kube_internal.h"
 #include "meshscaler/lease.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 struct ms_kube_elector {
     ms_kube_client_t *client;
@@ -26,14 +27,6 @@ struct ms_kube_elector {
     double last_look;  /* when the previous GET of the lease started; 0: never */
     cJSON *lease; /* last read or written Lease */
 };
-
-static char *xstrdup(const char *s)
-{
-    char *d = strdup(s ? s : "");
-    if (d == NULL)
-        abort();
-    return d;
-}
 
 ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_options_t *o,
                                        char *errbuf, size_t errlen)
@@ -61,9 +54,9 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
         return NULL;
     }
     e->client = c;
-    e->ns = xstrdup(o->namespace_);
-    e->name = xstrdup(o->name);
-    e->identity = xstrdup(o->identity);
+    e->ns = ms_xstrdup(o->namespace_ ? o->namespace_ : "");
+    e->name = ms_xstrdup(o->name ? o->name : "");
+    e->identity = ms_xstrdup(o->identity ? o->identity : "");
     e->cb = *o;
     atomic_init(&e->stop, false);
     atomic_init(&e->leader, false);

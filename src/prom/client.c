@@ -13,6 +13,7 @@
 #include "meshscaler/buf.h"
 #include "meshscaler/log.h"
 #include "meshscaler/prom.h"
+#include "meshscaler/xalloc.h"
 
 #define MAX_HEADERS 64
 #define TOKEN_MAX (64u * 1024u)
@@ -51,26 +52,12 @@ static double monotonic_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static char *dup_or_die(const char *s)
-{
-    char *d = strdup(s);
-    if (d == NULL) {
-        MS_LOG_ERROR("out of memory", MS_S("where", "prom client"));
-        abort();
-    }
-    return d;
-}
-
 /* "prefix" + s, caller frees. */
 static char *concat(const char *prefix, const char *s)
 {
     size_t a = strlen(prefix), b = strlen(s);
-    char *d = malloc(a + b + 1);
+    char *d = ms_xmalloc(a + b + 1);
 
-    if (d == NULL) {
-        MS_LOG_ERROR("out of memory", MS_S("where", "prom client"));
-        abort();
-    }
     memcpy(d, prefix, a);
     memcpy(d + a, s, b + 1);
     return d;
@@ -182,19 +169,15 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     while (ulen > 0 && o->url[ulen - 1] == '/')
         ulen--;
     {
-        char *base = strndup(o->url, ulen);
-        if (base == NULL)
-            abort();
+        char *base = ms_xstrndup(o->url, ulen);
         c->query_url = concat(base, "/api/v1/query");
         c->range_url = concat(base, "/api/v1/query_range");
         free(base);
     }
     if (o->nheaders > 0) {
-        c->headers = calloc(o->nheaders, sizeof *c->headers);
-        if (c->headers == NULL)
-            abort();
+        c->headers = ms_xcalloc(o->nheaders, sizeof *c->headers);
         for (size_t i = 0; i < o->nheaders; i++)
-            c->headers[i] = dup_or_die(o->headers[i]);
+            c->headers[i] = ms_xstrdup(o->headers[i]);
         c->nheaders = o->nheaders;
     }
     if (o->basic_user != NULL && (c->basic_header = basic_header(o->basic_user, o->basic_password)) == NULL)
@@ -202,7 +185,7 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     if (o->bearer_token != NULL)
         c->token_header = concat("Authorization: Bearer ", o->bearer_token);
     if (o->bearer_token_file != NULL)
-        c->token_file = dup_or_die(o->bearer_token_file);
+        c->token_file = ms_xstrdup(o->bearer_token_file);
     c->token_reread_seconds = o->token_reread_seconds > 0 ? o->token_reread_seconds : 60;
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
     c->max_in_flight = o->max_in_flight ? o->max_in_flight : DEFAULT_IN_FLIGHT;

@@ -21,6 +21,7 @@
 #include "meshscaler/buf.h"
 #include "meshscaler/log.h"
 #include "meshscaler/prom_sources.h"
+#include "meshscaler/xalloc.h"
 
 #define DERIVED_LABEL "ms_workload"
 /* Deployment pods are <deployment>-<pod-template-hash>-<5 chars>, StatefulSet
@@ -128,23 +129,6 @@ static void add_field(text_t *t, const shape_t *s, const char *agg, const char *
     add(t, "), \"ms_field\", \"%s\", \"\", \"\")", field);
 }
 
-/* A new string from a format; aborts on allocation failure. */
-__attribute__((format(printf, 1, 2))) static char *strdupf(const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    char *out;
-
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (out = malloc((size_t)n + 1)) == NULL)
-        abort();
-    va_start(ap, fmt);
-    vsnprintf(out, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return out;
-}
 
 static char *compose(const shape_t *s)
 {
@@ -153,16 +137,16 @@ static char *compose(const shape_t *s)
 
     ms_buf_init(&t.b, (size_t)-1);
     if (s->limit != NULL) {
-        inner = strdupf("(%s) and on (%s) (%s)", s->usage, s->pod_key, s->limit);
+        inner = ms_xasprintf("(%s) and on (%s) (%s)", s->usage, s->pod_key, s->limit);
         add_field(&t, s, "sum", inner, "usage", true);
         free(inner);
-        inner = strdupf("(%s) and on (%s) (%s)", s->limit, s->pod_key, s->usage);
+        inner = ms_xasprintf("(%s) and on (%s) (%s)", s->limit, s->pod_key, s->usage);
         add_field(&t, s, "sum", inner, "limit", false);
         free(inner);
     }
     add_field(&t, s, "sum", s->usage, "usage_all", s->limit == NULL);
     add_field(&t, s, "count", s->usage, "pods", false);
-    inner = strdupf("max by (%s) (time() - timestamp(%s))", s->pod_key, s->age_src);
+    inner = ms_xasprintf("max by (%s) (time() - timestamp(%s))", s->pod_key, s->age_src);
     add_field(&t, s, "max", inner, "age", false);
     free(inner);
     return t.b.data;
@@ -174,7 +158,7 @@ static char *regex_matcher(const char *label, const char *const *names, size_t n
 {
     char *re = ms_prom_pod_regex(names, n); /* the same escaping and joining */
     ms_prom_template_vars_t v = {.pod_regex = re};
-    char *tmpl = strdupf("%s=~\"{{podRegex}}\"", label);
+    char *tmpl = ms_xasprintf("%s=~\"{{podRegex}}\"", label);
     char *out = NULL;
 
     if (strlen(re) > max || ms_prom_template_expand(tmpl, &v, &out, NULL, 0) != MS_OK)
@@ -236,37 +220,37 @@ ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_
     if (scope->nnamespaces > 0)
         ns = regex_matcher("namespace", scope->namespaces, scope->nnamespaces, NAMES_MAX);
 
-    pod_key = strdupf("namespace, pod%s%s%s", cpu ? ", container" : "", derived ? "" : ", ",
+    pod_key = ms_xasprintf("namespace, pod%s%s%s", cpu ? ", container" : "", derived ? "" : ", ",
                       derived ? "" : label);
-    group_key = strdupf("namespace, %s%s", label, cpu ? ", container" : "");
+    group_key = ms_xasprintf("namespace, %s%s", label, cpu ? ", container" : "");
     switch (kind) {
     case MS_PROM_KIND_ENVOY:
         sel = selector("envoy_cluster_upstream_rq_active", "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
         sel2 = selector("envoy_cluster_circuit_breakers_default_remaining_rq",
                         "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
-        usage = strdupf("sum by (%s) (%s)", pod_key, sel);
-        limit = strdupf("sum by (%s) (%s + %s)", pod_key, sel, sel2);
+        usage = ms_xasprintf("sum by (%s) (%s)", pod_key, sel);
+        limit = ms_xasprintf("sum by (%s) (%s + %s)", pod_key, sel, sel2);
         break;
     case MS_PROM_KIND_HAPROXY:
         sel = selector("haproxy_server_current_sessions", ns, NULL, NULL);
         sel2 = selector("haproxy_server_limit_sessions", ns, NULL, NULL);
-        usage = strdupf("sum by (%s) (%s)", pod_key, sel);
-        limit = strdupf("sum by (%s) (%s > 0)", pod_key, sel2);
+        usage = ms_xasprintf("sum by (%s) (%s)", pod_key, sel);
+        limit = ms_xasprintf("sum by (%s) (%s > 0)", pod_key, sel2);
         break;
     case MS_PROM_KIND_LINKERD:
         /* Little's law: latency-milliseconds accrued per second / 1000 is the
          * mean number of requests in flight. Linkerd exports no limit. */
         sel = selector("response_latency_ms_sum", "direction=\"inbound\"", ns, NULL);
-        usage = strdupf("sum by (%s) (rate(%s[%s])) / 1000", pod_key, sel, window);
+        usage = ms_xasprintf("sum by (%s) (rate(%s[%s])) / 1000", pod_key, sel, window);
         break;
     default: /* MS_PROM_KIND_CPU */
         sel = selector("container_cpu_usage_seconds_total", cmatch, ns, NULL);
         sel2 = selector("kube_pod_container_resource_limits", "resource=\"cpu\"", cmatch, ns);
-        usage = strdupf("sum by (%s) (rate(%s[%s]))", pod_key, sel, window);
-        limit = strdupf("sum by (%s) (%s)", pod_key, sel2);
+        usage = ms_xasprintf("sum by (%s) (rate(%s[%s]))", pod_key, sel, window);
+        limit = ms_xasprintf("sum by (%s) (%s)", pod_key, sel2);
         break;
     }
-    age = strdupf("%s", sel);
+    age = ms_xasprintf("%s", sel);
     s = (shape_t){.pod_key = pod_key, .group_key = group_key, .derived = derived,
                   .usage = usage, .limit = limit, .age_src = age};
     *out = compose(&s);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 #include "strmap.h"
 
 static uint64_t hash(const char *s, size_t len)
@@ -58,12 +59,8 @@ static void grow(ms__strmap_t *m)
 
     bigger.cap = m->cap ? m->cap * 2 : 64;
     bigger.n = m->n;
-    bigger.keys = calloc(bigger.cap, sizeof *bigger.keys);
-    bigger.vals = calloc(bigger.cap, sizeof *bigger.vals);
-    if (bigger.keys == NULL || bigger.vals == NULL) {
-        MS_LOG_ERROR("out of memory", MS_S("where", "prom strmap"));
-        abort();
-    }
+    bigger.keys = ms_xcalloc(bigger.cap, sizeof *bigger.keys);
+    bigger.vals = ms_xcalloc(bigger.cap, sizeof *bigger.vals);
     for (size_t i = 0; i < m->cap; i++) {
         if (m->keys[i] != NULL) {
             size_t j = find(&bigger, m->keys[i], strlen(m->keys[i]));
@@ -85,11 +82,7 @@ size_t ms__strmap_put(ms__strmap_t *m, const char *key, size_t len, size_t val)
     i = find(m, key, len);
     if (m->keys[i] != NULL)
         return m->vals[i];
-    m->keys[i] = strndup(key, len);
-    if (m->keys[i] == NULL) {
-        MS_LOG_ERROR("out of memory", MS_S("where", "prom strmap"));
-        abort();
-    }
+    m->keys[i] = ms_xstrndup(key, len);
     m->vals[i] = val;
     m->n++;
     return val;

@@ -1,0 +1,50 @@
+/* xalloc.c - allocate or log and abort. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
+
+static void *check(void *p, size_t n)
+{
+    if (p == NULL) {
+        MS_LOG_ERROR("out of memory", MS_I("bytes", (long long)n));
+        abort();
+    }
+    return p;
+}
+
+void *ms_xmalloc(size_t n) { return check(malloc(n ? n : 1), n); }
+
+void *ms_xcalloc(size_t count, size_t size)
+{
+    return check(calloc(count ? count : 1, size ? size : 1), count * size);
+}
+
+void *ms_xrealloc(void *p, size_t n) { return check(realloc(p, n ? n : 1), n); }
+
+char *ms_xstrdup(const char *s) { return check(strdup(s), strlen(s) + 1); }
+
+char *ms_xstrndup(const char *s, size_t n) { return check(strndup(s, n), n + 1); }
+
+char *ms_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    char *out;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        MS_LOG_ERROR("cannot format a string", MS_S("format", fmt));
+        abort();
+    }
+    out = ms_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}
