@@ -107,6 +107,11 @@ typedef struct {
     ms_downstream_obs_t downstreams[MS_MAX_DOWNSTREAMS];
     ms_sample_t retry_share;
     ms_saturation_obs_t saturation[MS_MAX_METRICS];
+    /* Step 8 stores a change as a scale event. A controller that may not
+     * apply the decision (dry-run, paused, a failed update) sets this and
+     * calls ms_engine_record_scale() only once the scale really happened,
+     * as the HPA controller stores events only after a successful update. */
+    bool defer_scale_event;
 } ms_observation_t;
 
 /* Zero every sample (all missing), now 0, replicas 0. */
@@ -165,6 +170,11 @@ typedef struct {
  * untouched, when obs has negative replica counts or a non-finite now. */
 ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
                           const ms_observation_t *obs, ms_decision_t *out);
+
+/* Store an applied scale of `change` replicas at `now` (step 8 for callers
+ * that set defer_scale_event). A zero change does nothing. */
+void ms_engine_record_scale(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
+                            int32_t change);
 
 /* Explain a decision in one line of readable sentences into buf (always
  * NUL-terminated when len > 0). Returns the length it needed, like snprintf. */

@@ -141,6 +141,12 @@ static void downstream_cap(const ms_spec_t *spec, const ms_observation_t *obs, i
     }
 }
 
+void ms_engine_record_scale(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
+                            int32_t change)
+{
+    ms__memory_store_event(mem, spec, now, change);
+}
+
 /* Steps 1 and 4's early exits: the count stays or is forced, nothing more. */
 static void finish_early(ms_decision_t *d, int32_t desired, ms_reason_t reason)
 {
@@ -273,8 +279,9 @@ ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
 store_event:
     /* Step 8. */
     if (d.desired_replicas != current) {
-        ms__memory_store_event(mem, spec, now,
-                               ms__clamp_i64((int64_t)d.desired_replicas - current));
+        if (!obs->defer_scale_event)
+            ms__memory_store_event(mem, spec, now,
+                                   ms__clamp_i64((int64_t)d.desired_replicas - current));
         d.scaled = true;
     }
 out:

@@ -649,6 +649,30 @@ static void every_change_is_a_signed_event(void **state)
     assert_int_equal(mem.event_change[1], -4);
 }
 
+static void a_deferred_scale_is_stored_only_when_recorded(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 4, 140);
+    o.defer_scale_event = true; /* e.g. dry-run: the target stays at 4 */
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.desired_replicas, 8);
+    assert_true(d.scaled);
+    assert_int_equal(mem.nevents, 0);
+    /* Not applied: the next tick from the real state decides the same. */
+    o.now = 5;
+    assert_int_equal(decide(&s, &mem, o).desired_replicas, 8);
+    ms_engine_record_scale(&mem, &s, 5, 4); /* applied this time */
+    assert_int_equal(mem.nevents, 1);
+    o = obs_at(10, 8, 280); /* +4 within 15 s: Pods 4 from 4 -> 8 */
+    assert_int_equal(decide(&s, &mem, o).desired_replicas, 8);
+}
+
 static void fallback_reason_yields_to_rate_limits(void **state)
 {
     ms_spec_t s;
@@ -746,6 +770,7 @@ int main(void)
         cmocka_unit_test(downstream_never_scales_down),
         cmocka_unit_test(unobserved_downstream_does_not_cap),
         cmocka_unit_test(every_change_is_a_signed_event),
+        cmocka_unit_test(a_deferred_scale_is_stored_only_when_recorded),
         cmocka_unit_test(fallback_reason_yields_to_rate_limits),
         cmocka_unit_test(invalid_observation_changes_nothing),
         cmocka_unit_test(explanation_names_the_chain),
