@@ -3,5 +3,6 @@
 #define MESHSCALER_CMD_H
 
 int ms_cmd_decide(int argc, char **argv);
+int ms_cmd_controller(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static const char usage[] =
     "Commands:\n"
     "  decide [-f FILE] [-o json|text]   run the decision engine over a scenario\n"
     "                                    (stdin when no file) and print each tick\n"
+    "  controller [flags]                watch MeshAutoscalers and scale their targets\n"
+    "                                    (controller --help lists the flags)\n"
     "  version                           print the version\n"
     "  help                              print this help\n"
     "\n"
@@ -32,6 +34,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "decide") == 0)
         return ms_cmd_decide(argc - 1, argv + 1);
+    if (strcmp(cmd, "controller") == 0)
+        return ms_cmd_controller(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("meshscaler %s\n", ms_version());
         return 0;

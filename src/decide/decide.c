@@ -39,8 +39,8 @@ static cJSON *state_json(const ms_engine_memory_t *mem)
     return state;
 }
 
-static cJSON *decision_json(const ms_spec_t *spec, const ms_engine_memory_t *mem, double time,
-                            const ms_decision_t *d)
+cJSON *ms_decide_decision_json(const ms_spec_t *spec, const ms_engine_memory_t *mem, double time,
+                               const ms_decision_t *d)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *metrics, *downstreams;
@@ -83,7 +83,8 @@ static cJSON *decision_json(const ms_spec_t *spec, const ms_engine_memory_t *mem
     }
     ms_decision_explain(spec, d, message, sizeof message);
     cJSON_AddStringToObject(o, "message", message);
-    cJSON_AddItemToObject(o, "state", state_json(mem));
+    if (mem != NULL)
+        cJSON_AddItemToObject(o, "state", state_json(mem));
     return o;
 }
 
@@ -140,7 +141,7 @@ ms_err_t ms_decide_run(const char *text, size_t len, ms_decide_format_t format,
         if (format == MS_DECIDE_TEXT) {
             line = decision_text(&sc.spec, tick.time, &d);
         } else {
-            cJSON *o = decision_json(&sc.spec, &sc.memory, tick.time, &d);
+            cJSON *o = ms_decide_decision_json(&sc.spec, &sc.memory, tick.time, &d);
             line = o ? cJSON_PrintUnformatted(o) : NULL;
             cJSON_Delete(o);
         }

@@ -17,9 +17,17 @@
 #include "meshscaler/http.h"
 #include "meshscaler/version.h"
 
+/* Idle easy handles kept per client: each keeps its own live connections,
+ * so a thread doing request after request reuses its connection. */
+#define IDLE_HANDLES_MAX 32
+
 struct ms_http_client {
-    CURLSH *share;
+    CURLSH *share; /* DNS and TLS sessions only: libcurl cannot share live
+                    * connections between threads that run concurrently */
     pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
+    pthread_mutex_t idle_lock;
+    CURL *idle[IDLE_HANDLES_MAX];
+    size_t nidle;
     char *ca_file, *cert_file, *key_file;
     char *ca_pem, *cert_pem, *key_pem; /* copied; CURL_BLOB_COPY copies again per handle */
     size_t ca_pem_len, cert_pem_len, key_pem_len;
@@ -35,6 +43,7 @@ typedef struct {
     const ms_http_request_t *req;
     ms_http_response_t *resp;
     CURL *easy;
+    ms_http_client_t *pool; /* give easy back to this client when done; NULL: free it */
     struct curl_slist *headers;
     struct curl_slist *connect_to;
     char *url; /* rewritten for tls-server-name, else NULL */
@@ -100,6 +109,7 @@ ms_http_client_t *ms_http_client_new(const ms_http_options_t *o, char *errbuf, s
     }
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->locks[i], NULL);
+    pthread_mutex_init(&c->idle_lock, NULL);
     snprintf(ua, sizeof ua, "meshscaler/%s", ms_version());
     ok = dup_opt(&c->ca_file, o->tls.ca_file) && dup_opt(&c->cert_file, o->tls.cert_file) &&
          dup_opt(&c->key_file, o->tls.key_file) &&
@@ -121,7 +131,6 @@ ms_http_client_t *ms_http_client_new(const ms_http_options_t *o, char *errbuf, s
     curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
     curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
     return c;
 }
 
@@ -129,10 +138,14 @@ void ms_http_client_free(ms_http_client_t *c)
 {
     if (c == NULL)
         return;
+    /* Handles first: they still point at the share. */
+    for (size_t i = 0; i < c->nidle; i++)
+        curl_easy_cleanup(c->idle[i]);
     if (c->share != NULL)
         curl_share_cleanup(c->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->locks[i]);
+    pthread_mutex_destroy(&c->idle_lock);
     free(c->ca_file);
     free(c->cert_file);
     free(c->key_file);
@@ -276,16 +289,47 @@ static void set_blob(CURL *e, CURLoption opt, const char *data, size_t len)
 }
 
 /* Prepare t->easy for t->req. On failure the caller frees the transfer. */
+/* An idle handle of this client, its options reset and its connections
+ * kept, or a new one. */
+static CURL *handle_take(ms_http_client_t *c)
+{
+    CURL *e = NULL;
+
+    pthread_mutex_lock(&c->idle_lock);
+    if (c->nidle > 0)
+        e = c->idle[--c->nidle];
+    pthread_mutex_unlock(&c->idle_lock);
+    if (e == NULL)
+        return curl_easy_init();
+    curl_easy_reset(e);
+    return e;
+}
+
+static void handle_give_back(ms_http_client_t *c, CURL *e)
+{
+    pthread_mutex_lock(&c->idle_lock);
+    if (c->nidle < IDLE_HANDLES_MAX) {
+        c->idle[c->nidle++] = e;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&c->idle_lock);
+    if (e != NULL)
+        curl_easy_cleanup(e);
+}
+
 static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
 {
     const ms_http_request_t *r = t->req;
-    CURL *e = curl_easy_init();
+    /* Batch transfers live in their multi handle's connection cache; single
+     * transfers borrow a handle that carries its connections across calls. */
+    CURL *e = in_batch ? curl_easy_init() : handle_take(c);
     const char *method = r->method ? r->method : "GET";
     ms_err_t err;
 
     if (e == NULL)
         return MS_ERR_NOMEM;
     t->easy = e;
+    t->pool = in_batch ? NULL : c;
     if (c->server_name != NULL && (err = apply_server_name(c, t)) != MS_OK)
         return err;
     curl_easy_setopt(e, CURLOPT_URL, t->url ? t->url : r->url);
@@ -367,7 +411,9 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
 
 static void transfer_free(transfer_t *t)
 {
-    if (t->easy)
+    if (t->easy != NULL && t->pool != NULL)
+        handle_give_back(t->pool, t->easy);
+    else if (t->easy != NULL)
         curl_easy_cleanup(t->easy);
     curl_slist_free_all(t->headers);
     curl_slist_free_all(t->connect_to);

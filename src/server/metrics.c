@@ -348,7 +348,13 @@ static const char *format_value(double v, char *buf, size_t len)
         return "NaN";
     if (isinf(v))
         return v > 0 ? "+Inf" : "-Inf";
-    snprintf(buf, len, "%.17g", v);
+    /* The shortest text that reads back as the same double: "0.005", not
+     * "0.0050000000000000001". */
+    for (int precision = 15; precision <= 17; precision++) {
+        snprintf(buf, len, "%.*g", precision, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
     return buf;
 }
 

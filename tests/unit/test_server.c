@@ -51,10 +51,10 @@ static void counters_gauges_and_histograms_render(void **state)
         "meshscaler_desired_replicas{namespace=\"shop\",name=\"a\\\"b\\\\c\\nd\"} 8\n"
         "# HELP meshscaler_sync_duration_seconds Sync duration.\n"
         "# TYPE meshscaler_sync_duration_seconds histogram\n"
-        "meshscaler_sync_duration_seconds_bucket{le=\"0.10000000000000001\"} 1\n"
+        "meshscaler_sync_duration_seconds_bucket{le=\"0.1\"} 1\n"
         "meshscaler_sync_duration_seconds_bucket{le=\"1\"} 2\n"
         "meshscaler_sync_duration_seconds_bucket{le=\"+Inf\"} 3\n"
-        "meshscaler_sync_duration_seconds_sum 5.5499999999999998\n"
+        "meshscaler_sync_duration_seconds_sum 5.55\n"
         "meshscaler_sync_duration_seconds_count 3\n");
     ms_buf_cleanup(&out);
     ms_metrics_free(m);

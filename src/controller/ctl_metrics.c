@@ -1,0 +1,137 @@
+/*
+ * ctl_metrics.c - the controller's /metrics families, and the gauges and
+ * client counters the main loop refreshes once a second. The per-sync
+ * series (decisions, replicas, latencies) are updated by reconcile.c and
+ * report.c as they happen.
+ */
+#include <string.h>
+
+#include "controller_internal.h"
+
+void ms__metrics_declare(ms_controller_t *c)
+{
+    static const char *const reason[] = {"reason"};
+    static const char *const object[] = {"namespace", "name"};
+    static const char *const scale[] = {"namespace", "name", "direction"};
+    static const char *const op[] = {"operation"};
+    static const char *const op_code[] = {"operation", "code"};
+    static const double sync_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    ms_metrics_t *m = c->metrics;
+    ms__families_t *f = &c->fam;
+
+    f->decisions = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_decisions_total",
+                                     "Decisions made, by the engine's reason.", reason, 1, NULL, 0);
+    f->scales = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_scales_total",
+                                  "Scale updates written, by direction.", scale, 3, NULL, 0);
+    f->desired = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_desired_replicas",
+                                   "Replicas the last decision asked for.", object, 2, NULL, 0);
+    f->current = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_current_replicas",
+                                   "Replicas of the target at the last sync.", object, 2, NULL, 0);
+    f->sync_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM, "meshscaler_sync_duration_seconds",
+                                        "Time to sync one object (its share of a batch included).",
+                                        NULL, 0, sync_buckets, 11);
+    f->sync_errors = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_sync_errors_total",
+                                       "Syncs that could not complete, by reason.", reason, 1,
+                                       NULL, 0);
+    f->prom_queries = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_prometheus_queries_total",
+                                        "Prometheus queries sent.", NULL, 0, NULL, 0);
+    f->prom_failures = ms_metrics_family(m, MS_METRIC_COUNTER,
+                                         "meshscaler_prometheus_query_failures_total",
+                                         "Prometheus queries without a usable answer.", NULL, 0,
+                                         NULL, 0);
+    f->prom_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM,
+                                        "meshscaler_prometheus_tick_duration_seconds",
+                                        "Time of one batched Prometheus tick (all its queries).",
+                                        NULL, 0, sync_buckets, 11);
+    f->kube_requests = ms_metrics_family(m, MS_METRIC_COUNTER,
+                                         "meshscaler_kube_requests_total",
+                                         "Kubernetes API calls made by reconcile, by result code.",
+                                         op_code, 2, NULL, 0);
+    f->kube_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM,
+                                        "meshscaler_kube_request_duration_seconds",
+                                        "Latency of reconcile's Kubernetes API calls, client-side "
+                                        "rate limiting included.",
+                                        op, 1, sync_buckets, 11);
+    f->leader = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader",
+                                  "1 while this process may act (leader, or no election).", NULL,
+                                  0, NULL, 0);
+    f->queue_depth = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_workqueue_depth",
+                                       "Keys ready to be synced.", NULL, 0, NULL, 0);
+    f->queue_delayed = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_workqueue_delayed",
+                                         "Keys waiting for their next sync time.", NULL, 0, NULL, 0);
+    f->client_requests = ms_metrics_family(m, MS_METRIC_COUNTER,
+                                           "meshscaler_kube_client_requests_total",
+                                           "Every Kubernetes API request sent (informers and "
+                                           "leader election included), by verb.",
+                                           (const char *const[]){"verb"}, 1, NULL, 0);
+    f->client_throttle = ms_metrics_family(m, MS_METRIC_COUNTER,
+                                           "meshscaler_kube_client_throttle_seconds_total",
+                                           "Time requests waited for the client-side rate limit.",
+                                           NULL, 0, NULL, 0);
+    f->objects = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_objects",
+                                   "MeshAutoscalers in the informer cache.", NULL, 0, NULL, 0);
+}
+
+static void add_stats(ms_kube_stats_t *sum, ms_kube_client_t *k)
+{
+    ms_kube_stats_t st;
+
+    if (k == NULL)
+        return;
+    ms_kube_client_stats(k, &st);
+    sum->get += st.get;
+    sum->list += st.list;
+    sum->watch += st.watch;
+    sum->create += st.create;
+    sum->update += st.update;
+    sum->patch += st.patch;
+    sum->del += st.del;
+    sum->throttle_seconds += st.throttle_seconds;
+}
+
+static void sum_stats(ms_controller_t *c, ms_kube_stats_t *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    add_stats(sum, c->kube);
+    add_stats(sum, c->kube_hpa);
+    add_stats(sum, c->kube_lease);
+    add_stats(sum, c->kube_events);
+    for (int i = 0; c->workers != NULL && i < c->cfg.concurrent_syncs; i++)
+        add_stats(sum, c->workers[i].kube);
+}
+
+/* The clients' own counters, as deltas since the last call. */
+static void client_counters(ms_controller_t *c)
+{
+    ms_kube_stats_t now, *was = &c->last_stats;
+    struct {
+        const char *verb;
+        unsigned long now, was;
+    } verbs[7];
+    size_t i = 0;
+
+    sum_stats(c, &now);
+    verbs[i++] = (typeof(verbs[0])){"get", now.get, was->get};
+    verbs[i++] = (typeof(verbs[0])){"list", now.list, was->list};
+    verbs[i++] = (typeof(verbs[0])){"watch", now.watch, was->watch};
+    verbs[i++] = (typeof(verbs[0])){"create", now.create, was->create};
+    verbs[i++] = (typeof(verbs[0])){"update", now.update, was->update};
+    verbs[i++] = (typeof(verbs[0])){"patch", now.patch, was->patch};
+    verbs[i++] = (typeof(verbs[0])){"delete", now.del, was->del};
+    for (i = 0; i < 7; i++)
+        ms_metrics_add(c->metrics, c->fam.client_requests, &verbs[i].verb,
+                       (double)(verbs[i].now - verbs[i].was));
+    ms_metrics_add(c->metrics, c->fam.client_throttle, NULL,
+                   now.throttle_seconds - was->throttle_seconds);
+    *was = now;
+}
+
+void ms__metrics_refresh(ms_controller_t *c)
+{
+    ms_metrics_set(c->metrics, c->fam.leader, NULL, ms__controller_may_act(c) ? 1 : 0);
+    ms_metrics_set(c->metrics, c->fam.queue_depth, NULL, (double)ms_workqueue_len(c->queue));
+    ms_metrics_set(c->metrics, c->fam.queue_delayed, NULL,
+                   (double)ms_workqueue_delayed_len(c->queue));
+    ms_metrics_set(c->metrics, c->fam.objects, NULL, (double)ms_kube_informer_size(c->mas));
+    client_counters(c);
+}

@@ -1,0 +1,256 @@
+/*
+ * report.c - what one sync tells the world: the MeshAutoscaler's status
+ * (only when it changed), Events, the per-object metrics, and in dry-run
+ * one decision line on stdout instead of any write.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller_internal.h"
+#include "meshscaler/log.h"
+#include "meshscaler/status.h"
+
+static void event(ms_controller_t *c, ms__item_t *it, const char *type, const char *reason,
+                  const char *message)
+{
+    ms_kube_object_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, it->ns, it->name, it->uid};
+    ms_kube_error_t kerr = {0};
+    double t0 = ms__mono_now();
+    ms_err_t err;
+
+    if (c->recorder == NULL || c->cfg.dry_run)
+        return;
+    err = ms_kube_record(c->recorder, &ref, type, reason, message, ms__wall_now(), NULL, &kerr);
+    ms__kube_observe(c, "record_event", t0, err);
+    if (err != MS_OK)
+        MS_LOG_WARN("cannot record an event", MS_S("object", it->key), MS_S("reason", reason),
+                    MS_S("error", kerr.message));
+}
+
+void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const char *message)
+{
+    if (strcmp(it->state->last_warning, reason) == 0)
+        return;
+    ms_errf(it->state->last_warning, sizeof it->state->last_warning, MS_OK, "%s", reason);
+    MS_LOG_WARN(reason, MS_S("object", it->key), MS_S("message", message));
+    event(c, it, "Warning", reason, message);
+}
+
+static void object_metrics(ms_controller_t *c, ms__item_t *it)
+{
+    const char *obj[] = {it->ns, it->name};
+    const char *reason[] = {ms_reason_name(it->d.reason)};
+
+    ms_metrics_add(c->metrics, c->fam.decisions, reason, 1);
+    ms_metrics_set(c->metrics, c->fam.desired, obj, it->desired);
+    ms_metrics_set(c->metrics, c->fam.current, obj, it->d.current_replicas);
+    if (it->applied) {
+        const char *scale[] = {it->ns, it->name,
+                               it->desired > it->d.current_replicas ? "up" : "down"};
+        ms_metrics_add(c->metrics, c->fam.scales, scale, 1);
+    }
+}
+
+/* The sentence about why nothing was written, or NULL. */
+static const char *note(ms_controller_t *c, ms__item_t *it, char *buf, size_t cap)
+{
+    if (it->conflict) {
+        ms_errf(buf, cap, MS_OK, "%s also scales %s/%s",
+                 it->conflict_with, it->spec.target_kind, it->spec.target_name);
+        return buf;
+    }
+    if (it->pause_effect != MS_PAUSE_NONE)
+        return ms_pause_effect_sentence(it->pause_effect);
+    if (!c->cfg.dry_run && it->spec.dry_run && it->desired != it->d.current_replicas)
+        return "spec.dryRun is set, so the target is not written";
+    return NULL;
+}
+
+static void dry_run_line(ms_controller_t *c, ms__item_t *it, const char *why)
+{
+    ms_dryrun_record_t r = {0};
+    const char *codes[MS_MAX_METRICS] = {0}, *details[MS_MAX_METRICS] = {0};
+    ms_buf_t line;
+
+    for (size_t i = 0; it->obs != NULL && i < it->spec.nmetrics; i++) {
+        codes[i] = ms_prom_reason_name(it->obs->metrics[i].reason);
+        details[i] = it->obs->metrics[i].detail;
+    }
+    r.missing_code = codes;
+    r.missing_detail = details;
+
+    r.wall_time = it->wall;
+    r.time = it->now;
+    r.namespace_ = it->ns;
+    r.name = it->name;
+    r.target_kind = it->spec.target_kind;
+    r.target_name = it->spec.target_name;
+    r.spec = &it->spec;
+    r.decision = &it->d;
+    r.memory = &it->state->memory;
+    r.desired = it->desired;
+    r.note = why;
+    ms_buf_init(&line, 1u << 20);
+    if (ms_dryrun_format(c->cfg.output, &r, &line) == MS_OK) {
+        pthread_mutex_lock(&c->out_lock);
+        if (c->cfg.output == MS_DRYRUN_TABLE && !c->header_done) {
+            fprintf(c->cfg.out, "%s\n", ms_dryrun_table_header());
+            c->header_done = true;
+        }
+        fwrite(line.data, 1, line.len, c->cfg.out);
+        fputc('\n', c->cfg.out);
+        fflush(c->cfg.out);
+        pthread_mutex_unlock(&c->out_lock);
+    }
+    ms_buf_cleanup(&line);
+}
+
+static void report_decision(ms_controller_t *c, ms__item_t *it)
+{
+    char buf[512], message[1200];
+    const char *why = note(c, it, buf, sizeof buf);
+
+    object_metrics(c, it);
+    if (c->cfg.dry_run) {
+        dry_run_line(c, it, why);
+        return;
+    }
+    if (it->conflict) {
+        ms_errf(message, sizeof message, MS_OK, "%s; not writing until it is removed", why);
+        ms__warn_once(c, it, "ConflictingAutoscaler", message);
+    } else if (it->write_failed) {
+        ms_errf(message, sizeof message, MS_OK, "New size: %d; reason: %s; error: %s", (int)it->desired,
+                 it->explanation, it->write_err.message);
+        ms__warn_once(c, it, "FailedRescale", message);
+    } else {
+        it->state->last_warning[0] = '\0'; /* healthy again: a new problem warns again */
+    }
+    if (it->applied) {
+        if (it->pause_effect != MS_PAUSE_NONE)
+            ms_errf(message, sizeof message, MS_OK, "New size: %d; reason: %s; the engine said: %s",
+                    (int)it->desired, ms_pause_effect_sentence(it->pause_effect), it->explanation);
+        else
+            ms_errf(message, sizeof message, MS_OK, "New size: %d; reason: %s", (int)it->desired,
+                    it->explanation);
+        MS_LOG_INFO("scaled", MS_S("object", it->key), MS_I("from", it->d.current_replicas),
+                    MS_I("to", it->desired), MS_S("reason", ms_reason_name(it->d.reason)));
+        event(c, it, "Normal", "SuccessfulRescale", message);
+    } else {
+        MS_LOG_DEBUG("decided", MS_S("object", it->key), MS_I("current", it->d.current_replicas),
+                     MS_I("desired", it->desired), MS_S("reason", ms_reason_name(it->d.reason)),
+                     MS_S("message", it->explanation));
+    }
+}
+
+static const cJSON *previous_status(const ms__item_t *it)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(it->obj, "status");
+
+    return cJSON_IsObject(st) ? st : NULL;
+}
+
+void ms__memory_restore(ms_controller_t *c, ms__item_t *it)
+{
+    bool restored;
+
+    (void)c;
+    restored = ms_status_restore_memory(previous_status(it), &it->spec, it->wall, it->now,
+                                        it->scale.replicas, &it->state->memory);
+    MS_LOG_DEBUG("engine memory rebuilt from status", MS_S("object", it->key),
+                 MS_S("last_recommendation", restored ? "restored" : "none"));
+}
+
+static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *in, char *why,
+                         size_t whycap)
+{
+    const char *n = note(c, it, why, whycap);
+
+    in->decision = &it->d;
+    in->desired = it->desired;
+    in->message = it->explanation;
+    in->scaled = it->applied;
+    in->write_failed = it->write_failed;
+    in->conflict = it->conflict;
+    in->paused = it->pause_effect == MS_PAUSE_NO_WRITE;
+    in->pause_note = it->pause_effect != MS_PAUSE_NONE ? ms_pause_effect_sentence(it->pause_effect)
+                                                       : NULL;
+    in->dry_run = c->cfg.dry_run || it->spec.dry_run;
+    if (it->write_failed)
+        in->problem = it->write_err.message;
+    else if (it->conflict)
+        in->problem = n;
+}
+
+/* Build the status; patch it only when it changed. */
+static void write_status(ms_controller_t *c, ms__item_t *it)
+{
+    ms_status_input_t in;
+    ms_kube_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, it->ns, it->name};
+    ms_kube_error_t kerr = {0};
+    cJSON *status = NULL, *patch = NULL;
+    char now[32], why[512];
+    bool changed = false;
+    double t0;
+    ms_err_t err;
+
+    ms_dryrun_rfc3339(it->wall > 0 ? it->wall : ms__wall_now(), now, sizeof now);
+    ms_status_input_init(&in);
+    in.previous = previous_status(it);
+    in.spec = &it->spec;
+    in.generation = it->generation;
+    in.now = now;
+    switch (it->stage) {
+    case MS__SYNC_INVALID:
+        in.outcome = MS_STATUS_INVALID_SPEC;
+        in.problem = it->problem;
+        break;
+    case MS__SYNC_NO_SCALE:
+        in.outcome = MS_STATUS_FAILED_GET_SCALE;
+        in.problem = it->problem;
+        break;
+    default:
+        in.outcome = MS_STATUS_DECIDED;
+        fill_decided(c, it, &in, why, sizeof why);
+        break;
+    }
+    if (ms_status_build(&in, &status, &changed) != MS_OK || !changed)
+        goto out;
+    patch = ms_status_merge_patch(in.previous, status);
+    t0 = ms__mono_now();
+    err = ms_kube_status_patch(it->kube, &ref, cJSON_GetObjectItemCaseSensitive(patch, "status"),
+                               NULL, &kerr);
+    ms__kube_observe(c, "patch_status", t0, err);
+    if (err != MS_OK && err != MS_ERR_NOTFOUND) /* deleted meanwhile: nothing to report */
+        MS_LOG_WARN("cannot write status", MS_S("object", it->key), MS_S("error", kerr.message));
+out:
+    cJSON_Delete(status);
+    cJSON_Delete(patch);
+}
+
+void ms__report(ms_controller_t *c, ms__item_t *it)
+{
+    char message[MS_ERRBUF_SIZE + 64];
+
+    switch (it->stage) {
+    case MS__SYNC_INVALID:
+        ms__warn_once(c, it, "InvalidSpec", it->problem);
+        ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"InvalidSpec"}, 1);
+        break;
+    case MS__SYNC_NO_SCALE:
+        ms_errf(message, sizeof message, MS_OK, "unable to get the target's current scale: %s",
+                it->problem);
+        ms__warn_once(c, it, "FailedGetScale", message);
+        ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"FailedGetScale"}, 1);
+        break;
+    case MS__SYNC_DECIDED:
+        report_decision(c, it);
+        if (it->write_failed)
+            ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"FailedRescale"}, 1);
+        break;
+    default:
+        return;
+    }
+    if (!c->cfg.dry_run)
+        write_status(c, it);
+}

@@ -1,0 +1,123 @@
+/*
+ * test_controller_reconcile.c - the pure parts of a sync: when the next one
+ * is due, which scale events the engine's memory keeps, when pods are listed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "controller/controller_internal.h"
+#include "meshscaler/spec_json.h"
+
+static void parse_spec(const char *json, ms_spec_t *spec)
+{
+    cJSON *j = cJSON_Parse(json);
+    ms_jpath_t p;
+    char err[256];
+
+    assert_non_null(j);
+    ms_spec_init(spec);
+    ms_jpath_init(&p, "spec");
+    if (ms_spec_from_json(j, &p, false, spec, err, sizeof err) != MS_OK)
+        fail_msg("%s", err);
+    cJSON_Delete(j);
+}
+
+#define SPEC_HEAD                                                                                  \
+    "{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"api\"},"  \
+    "\"maxReplicas\":10,\"metrics\":["
+
+static void test_next_sync_is_aligned(void **state)
+{
+    (void)state;
+    /* due at the next multiple of the period */
+    assert_true(fabs(ms__next_sync_delay(15, 1000.0) - 5.0) < 1e-9);   /* 1005 = 67 * 15 */
+    assert_true(fabs(ms__next_sync_delay(15, 1001.0) - 4.0) < 1e-9);
+    /* closer than a fifth of a period: the one after */
+    assert_true(fabs(ms__next_sync_delay(15, 1004.5) - 15.5) < 1e-9);
+    assert_true(fabs(ms__next_sync_delay(1, 7.05) - 0.95) < 1e-9);
+    /* two objects synced at slightly different moments meet at one time */
+    assert_true(fabs((1000.2 + ms__next_sync_delay(15, 1000.2)) -
+                     (1001.7 + ms__next_sync_delay(15, 1001.7))) < 1e-9);
+    /* never 0, never more than 1.2 periods */
+    for (double w = 0; w < 60; w += 0.37) {
+        double d = ms__next_sync_delay(15, w);
+        assert_true(d >= 3 && d <= 18 + 1e-9);
+    }
+}
+
+static void test_only_applied_scales_are_events(void **state)
+{
+    ms_spec_t spec;
+    ms_engine_memory_t mem;
+    ms_observation_t obs;
+    ms_decision_t d;
+
+    (void)state;
+    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}]}",
+               &spec);
+    ms_engine_memory_init(&mem);
+    ms_observation_init(&obs);
+    obs.now = 100;
+    obs.current_replicas = obs.ready_replicas = 2;
+    obs.metrics[0] = (ms_sample_t){true, 300};
+    obs.defer_scale_event = true; /* as the reconciler decides */
+    assert_int_equal(ms_engine_decide(&spec, &mem, &obs, &d), MS_OK);
+    assert_true(d.scaled);
+    /* dry-run / paused / conflict: not written, so no event; the
+     * recommendation stays */
+    assert_int_equal(mem.nevents, 0);
+    assert_true(mem.nrecs >= 1);
+    /* the next tick decides from the real state again: the same scale-up
+     * is allowed, not rate-limited by a scale that never happened */
+    obs.now = 101;
+    assert_int_equal(ms_engine_decide(&spec, &mem, &obs, &d), MS_OK);
+    assert_int_equal(d.desired_replicas, 6);
+    /* paused-replicas wrote 3, not the engine's 6: the event is +1 */
+    ms_engine_record_scale(&mem, &spec, 101, 1);
+    assert_int_equal(mem.nevents, 1);
+    assert_int_equal(mem.event_change[0], 1);
+    assert_true(mem.event_time[0] == 101);
+    ms_spec_cleanup(&spec);
+}
+
+static void test_pods_only_when_needed(void **state)
+{
+    ms_spec_t spec;
+
+    (void)state;
+    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}]}",
+               &spec);
+    assert_false(ms__spec_needs_pods(&spec));
+    ms_spec_cleanup(&spec);
+    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":"
+                         "\"sum(x{pod=~\\\"{{podRegex}}\\\"})\"},"
+                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}]}",
+               &spec);
+    assert_true(ms__spec_needs_pods(&spec));
+    ms_spec_cleanup(&spec);
+    parse_spec(SPEC_HEAD "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
+                         "\"sidecarConcurrency\":{\"proxy\":\"envoy\",\"limit\":100},"
+                         "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}",
+               &spec);
+    assert_true(ms__spec_needs_pods(&spec)); /* ready replicas */
+    ms_spec_cleanup(&spec);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_next_sync_is_aligned),
+        cmocka_unit_test(test_only_applied_scales_are_events),
+        cmocka_unit_test(test_pods_only_when_needed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
