@@ -296,10 +296,13 @@ static ms_err_t read_cluster(entry_t *e, ms_kube_config_t *c, char *errbuf, size
         return fail(errbuf, errlen, kd, &e->path, "missing");
     if (strncmp(c->server, "https://", 8) != 0 && strncmp(c->server, "http://", 7) != 0)
         return fail(errbuf, errlen, kd, &e->path, "not an http:// or https:// URL");
-    ms_jpath_pop(&e->path, mark);
     len = strlen(c->server);
     while (len > 0 && c->server[len - 1] == '/')
         c->server[--len] = '\0';
+    /* "https://" or "https:///" has no host left once the slashes go. */
+    if (strstr(c->server, "://") == NULL || strstr(c->server, "://")[3] == '\0')
+        return fail(errbuf, errlen, kd, &e->path, "the URL names no host");
+    ms_jpath_pop(&e->path, mark);
     if ((err = get_file_or_data(kd, e->body, &e->path, "certificate-authority",
                                 "certificate-authority-data", &c->ca_file, &c->ca_pem,
                                 &c->ca_pem_len, errbuf, errlen)) != MS_OK ||

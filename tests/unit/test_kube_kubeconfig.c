@@ -383,6 +383,9 @@ static void test_field_errors(void **state)
     load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'ftp://h'}}\n"
                              "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "clusters[0].cluster.server: not an http:// or https:// URL");
+    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https:///'}}\n"
+                             "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
+               MS_ERR_INVALID, "clusters[0].cluster.server: the URL names no host");
     load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', insecure-skip-tls-verify: maybe}}\n"
                              "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "clusters[0].cluster.insecure-skip-tls-verify: not true or false");
