@@ -453,6 +453,10 @@ static void gone(ms_controller_t *c, ms__item_t *it)
     labels[1] = slash + 1;
     ms_metrics_remove(c->metrics, c->fam.desired, labels);
     ms_metrics_remove(c->metrics, c->fam.current, labels);
+    /* Every per-object series goes with the object, or /metrics grows with
+     * each object ever created. */
+    ms_metrics_remove(c->metrics, c->fam.scales, (const char *[]){ns, slash + 1, "up"});
+    ms_metrics_remove(c->metrics, c->fam.scales, (const char *[]){ns, slash + 1, "down"});
     MS_LOG_INFO("object deleted, state freed", MS_S("object", it->key));
 }
 

@@ -179,6 +179,15 @@ ms_server_t *ms_server_start(const ms_server_options_t *opts, char *errbuf, size
     }
     s->opts = *opts;
     atomic_init(&s->stop, false);
+    /* One address for both would leave one endpoint unreachable while the
+     * other answers: a readiness probe that can never pass. */
+    if (!addr_off(addrs[0]) && !addr_off(addrs[1]) && strcmp(addrs[0], addrs[1]) == 0 &&
+        strcmp(strrchr(addrs[0], ':') ? strrchr(addrs[0], ':') : "", ":0") != 0) {
+        ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                "the metrics and health-probe addresses are both %s; give each its own port",
+                addrs[0]);
+        goto fail;
+    }
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_log);
 
     memset(&info, 0, sizeof info);

@@ -180,6 +180,12 @@ static void bad_or_taken_addresses_fail_clearly(void **state)
     assert_null(ms_server_start(&o, err, sizeof err));
     assert_non_null(strstr(err, "metrics address \"localhost\": want HOST:PORT"));
 
+    o.metrics_addr = "127.0.0.1:47121";
+    o.health_addr = "127.0.0.1:47121";
+    assert_null(ms_server_start(&o, err, sizeof err));
+    assert_non_null(strstr(err, "are both 127.0.0.1:47121"));
+    o.health_addr = "0";
+
     o.metrics_addr = "127.0.0.1:0";
     first = ms_server_start(&o, err, sizeof err);
     assert_non_null(first);
