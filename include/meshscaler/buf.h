@@ -25,6 +25,8 @@ typedef struct {
 void ms_buf_init(ms_buf_t *b, size_t max);
 /* Append n bytes. MS_ERR_TOOLARGE (buffer unchanged) past max; MS_ERR_NOMEM. */
 ms_err_t ms_buf_append(ms_buf_t *b, const void *data, size_t n);
+/* Append printf-formatted text (no NUL). Same errors as ms_buf_append. */
+ms_err_t ms_buf_appendf(ms_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append everything f yields until EOF. MS_ERR_IO on a read error,
  * MS_ERR_TOOLARGE past max (the buffer then holds a truncated prefix). */
 ms_err_t ms_buf_read_stream(ms_buf_t *b, FILE *f);

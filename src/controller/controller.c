@@ -18,23 +18,8 @@
 #include <unistd.h>
 
 #include "controller_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/log.h"
-
-double ms__wall_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-double ms__mono_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static char *dup_or_null(const char *s)
 {
@@ -354,7 +339,7 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
     int nthreads = 0;
     ms_err_t err = MS_OK;
     bool synced = false;
-    double last_gauges = 0, started = ms__mono_now();
+    double last_gauges = 0, started = ms_clock_monotonic();
 
     so.metrics_addr = c->cfg.metrics_addr;
     so.health_addr = c->cfg.health_addr;
@@ -389,7 +374,7 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
                 MS_I("health_port", ms_server_health_port(c->server)));
 
     while (!should_stop(c, stop)) {
-        double now = ms__mono_now();
+        double now = ms_clock_monotonic();
 
         if (!synced && ms_kube_informer_wait_synced(c->mas, 0.1) &&
             (c->hpa == NULL || ms_kube_informer_wait_synced(c->hpa, 0.1))) {

@@ -217,7 +217,5 @@ double ms__next_sync_delay(double period, double wall);
 bool ms__spec_needs_pods(const ms_spec_t *s);
 
 /* Wall-clock seconds (unix) and monotonic seconds. */
-double ms__wall_now(void);
-double ms__mono_now(void);
 
 #endif

@@ -10,21 +10,6 @@
 #include "meshscaler/decide.h"
 #include "meshscaler/dryrun.h"
 
-static ms_err_t appendf(ms_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static ms_err_t appendf(ms_buf_t *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return MS_ERR_INVALID;
-    return ms_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
 
 void ms_dryrun_rfc3339(double unix_seconds, char *buf, size_t cap)
 {
@@ -56,15 +41,15 @@ static ms_err_t metrics_column(const ms_dryrun_record_t *r, ms_buf_t *out)
         const char *sep = i ? "," : "";
 
         if (!m->value.present && r->missing_code != NULL && r->missing_code[i] != NULL)
-            err = appendf(out, "%s%s=missing(%s)", sep, r->spec->metrics[i].name,
+            err = ms_buf_appendf(out, "%s%s=missing(%s)", sep, r->spec->metrics[i].name,
                           r->missing_code[i]);
         else if (!m->value.present)
-            err = appendf(out, "%s%s=missing", sep, r->spec->metrics[i].name);
+            err = ms_buf_appendf(out, "%s%s=missing", sep, r->spec->metrics[i].name);
         else if (m->has_replicas)
-            err = appendf(out, "%s%s=%.4g(asks %d)", sep, r->spec->metrics[i].name,
+            err = ms_buf_appendf(out, "%s%s=%.4g(asks %d)", sep, r->spec->metrics[i].name,
                           m->value.value, (int)m->replicas);
         else
-            err = appendf(out, "%s%s=%.4g", sep, r->spec->metrics[i].name, m->value.value);
+            err = ms_buf_appendf(out, "%s%s=%.4g", sep, r->spec->metrics[i].name, m->value.value);
     }
     return err;
 }
@@ -77,13 +62,13 @@ static ms_err_t table_row(const ms_dryrun_record_t *r, ms_buf_t *out)
     ms_dryrun_rfc3339(r->wall_time, when, sizeof when);
     snprintf(object, sizeof object, "%s/%s", r->namespace_, r->name);
     snprintf(target, sizeof target, "%s/%s", r->target_kind, r->target_name);
-    err = appendf(out, "%-20s %-30s %-25s %7d -> %-7d %-19s ", when, object, target,
+    err = ms_buf_appendf(out, "%-20s %-30s %-25s %7d -> %-7d %-19s ", when, object, target,
                   (int)r->decision->current_replicas, (int)r->desired,
                   ms_reason_name(r->decision->reason));
     if (err == MS_OK)
         err = metrics_column(r, out);
     if (err == MS_OK && r->note != NULL && r->note[0] != '\0')
-        err = appendf(out, " (%s)", r->note);
+        err = ms_buf_appendf(out, " (%s)", r->note);
     return err;
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "controller_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/conflict.h"
 #include "meshscaler/log.h"
 #include "meshscaler/spec_json.h"
@@ -31,7 +32,7 @@ void ms__kube_observe(ms_controller_t *c, const char *operation, double started,
     const char *code = err == MS_OK ? "ok" : ms_err_name(err) + 7; /* drop "MS_ERR_" */
     const char *labels[] = {operation, code};
 
-    ms_metrics_observe(c->metrics, c->fam.kube_seconds, labels, ms__mono_now() - started);
+    ms_metrics_observe(c->metrics, c->fam.kube_seconds, labels, ms_clock_monotonic() - started);
     ms_metrics_add(c->metrics, c->fam.kube_requests, labels, 1);
 }
 
@@ -117,7 +118,7 @@ static void list_pods(ms_controller_t *c, ms__item_t *it)
     pods_t p = {0};
     char path[512], rv[64];
     ms_kube_error_t kerr = {0};
-    double t0 = ms__mono_now();
+    double t0 = ms_clock_monotonic();
     ms_err_t err;
 
     if (it->scale.selector[0] == '\0' ||
@@ -185,7 +186,7 @@ static void load(ms_controller_t *c, ms__item_t *it)
     it->ref.kind = it->spec.target_kind;
     it->ref.namespace_ = it->ns;
     it->ref.name = it->spec.target_name;
-    t0 = ms__mono_now();
+    t0 = ms_clock_monotonic();
     err = ms_kube_scale_get(it->kube, &it->ref, &it->scale, &it->kerr);
     ms__kube_observe(c, "get_scale", t0, err);
     if (err != MS_OK) {
@@ -352,7 +353,7 @@ static void decide_and_apply(ms_controller_t *c, ms__item_t *it)
     bool dry = c->cfg.dry_run || it->spec.dry_run;
     int32_t change = 0;
 
-    it->wall = ms__wall_now();
+    it->wall = ms_clock_wall();
     it->now = it->wall > it->state->last_now ? it->wall : it->state->last_now;
     it->state->last_now = it->now;
     if (!it->state->memory_ready) {
@@ -379,7 +380,7 @@ static void decide_and_apply(ms_controller_t *c, ms__item_t *it)
         it->stage = MS__SYNC_DECIDED;
         if (!it->may_write || it->desired == it->scale.replicas)
             break;
-        t0 = ms__mono_now();
+        t0 = ms_clock_monotonic();
         memset(&it->write_err, 0, sizeof it->write_err);
         err = ms_kube_scale_update(it->kube, &it->ref, &it->scale, it->desired, &fresh,
                                    &it->write_err);
@@ -432,11 +433,11 @@ static void schedule(ms_controller_t *c, ms__item_t *it)
     if (it->transient) {
         ms_workqueue_add_rate_limited(c->queue, it->key);
         /* ... but never later than the next regular sync */
-        ms_workqueue_add_after(c->queue, it->key, ms__next_sync_delay(it->period, ms__wall_now()));
+        ms_workqueue_add_after(c->queue, it->key, ms__next_sync_delay(it->period, ms_clock_wall()));
         return;
     }
     ms_workqueue_forget(c->queue, it->key);
-    ms_workqueue_add_after(c->queue, it->key, ms__next_sync_delay(it->period, ms__wall_now()));
+    ms_workqueue_add_after(c->queue, it->key, ms__next_sync_delay(it->period, ms_clock_wall()));
 }
 
 static void gone(ms_controller_t *c, ms__item_t *it)
@@ -473,11 +474,11 @@ void ms__reconcile_batch(ms_controller_t *c, ms_kube_client_t *kube, char *const
     for (size_t i = 0; i < n; i++) {
         items[i].key = keys[i];
         items[i].kube = kube;
-        items[i].started = ms__mono_now();
+        items[i].started = ms_clock_monotonic();
         load(c, &items[i]);
     }
     pthread_mutex_lock(&c->prom_lock);
-    wall = ms__wall_now();
+    wall = ms_clock_wall();
     tick = observe(c, items, n, wall);
     pthread_mutex_unlock(&c->prom_lock);
     for (size_t i = 0; i < n; i++) {
@@ -490,7 +491,7 @@ void ms__reconcile_batch(ms_controller_t *c, ms_kube_client_t *kube, char *const
         else
             ms__report(c, it);
         schedule(c, it);
-        ms_metrics_observe(c->metrics, c->fam.sync_seconds, NULL, ms__mono_now() - it->started);
+        ms_metrics_observe(c->metrics, c->fam.sync_seconds, NULL, ms_clock_monotonic() - it->started);
     }
     ms_prom_tick_free(tick);
     for (size_t i = 0; i < n; i++) {

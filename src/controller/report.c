@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "controller_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/status.h"
 
@@ -16,12 +17,12 @@ static void event(ms_controller_t *c, ms__item_t *it, const char *type, const ch
 {
     ms_kube_object_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, it->ns, it->name, it->uid};
     ms_kube_error_t kerr = {0};
-    double t0 = ms__mono_now();
+    double t0 = ms_clock_monotonic();
     ms_err_t err;
 
     if (c->recorder == NULL || c->cfg.dry_run)
         return;
-    err = ms_kube_record(c->recorder, &ref, type, reason, message, ms__wall_now(), NULL, &kerr);
+    err = ms_kube_record(c->recorder, &ref, type, reason, message, ms_clock_wall(), NULL, &kerr);
     ms__kube_observe(c, "record_event", t0, err);
     if (err != MS_OK)
         MS_LOG_WARN("cannot record an event", MS_S("object", it->key), MS_S("reason", reason),
@@ -194,7 +195,7 @@ static void write_status(ms_controller_t *c, ms__item_t *it)
     double t0;
     ms_err_t err;
 
-    ms_dryrun_rfc3339(it->wall > 0 ? it->wall : ms__wall_now(), now, sizeof now);
+    ms_dryrun_rfc3339(it->wall > 0 ? it->wall : ms_clock_wall(), now, sizeof now);
     ms_status_input_init(&in);
     in.previous = previous_status(it);
     in.spec = &it->spec;
@@ -217,7 +218,7 @@ static void write_status(ms_controller_t *c, ms__item_t *it)
     if (ms_status_build(&in, &status, &changed) != MS_OK || !changed)
         goto out;
     patch = ms_status_merge_patch(in.previous, status);
-    t0 = ms__mono_now();
+    t0 = ms_clock_monotonic();
     err = ms_kube_status_patch(it->kube, &ref, cJSON_GetObjectItemCaseSensitive(patch, "status"),
                                NULL, &kerr);
     ms__kube_observe(c, "patch_status", t0, err);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kube_client_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/xalloc.h"
 
@@ -213,7 +214,7 @@ static void error_from_transport(ms_kube_client_t *c, ms_kube_error_t *kerr,
 /* Wait for the token bucket. False when cancelled. */
 static bool throttle(ms_kube_client_t *c)
 {
-    double wait = ms__kube_ratelimit_reserve(&c->limiter, ms__kube_now());
+    double wait = ms__kube_ratelimit_reserve(&c->limiter, ms_clock_monotonic());
 
     if (wait <= 0)
         return true;
@@ -247,7 +248,7 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
                                 "%s %s: cancelled", call->method, call->path);
             return kerr->err;
         }
-        err = ms_kube_cred_header(c->cred, ms__kube_now(), auth, sizeof auth, why, sizeof why);
+        err = ms_kube_cred_header(c->cred, ms_clock_monotonic(), auth, sizeof auth, why, sizeof why);
         if (err != MS_OK) {
             kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "credentials: %s", why);
             return err;

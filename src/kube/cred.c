@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "kube_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/kubeconfig.h"
 #include "meshscaler/log.h"
 
@@ -180,7 +181,7 @@ static ms_err_t run_plugin(ms_kube_cred_t *c, ms_buf_t *out, char *errbuf, size_
     int fds[2] = {-1, -1}, status = 0;
     pid_t pid = -1;
     ms_err_t err = MS_OK;
-    double deadline = ms__kube_now() + EXEC_TIMEOUT_SECONDS;
+    double deadline = ms_clock_monotonic() + EXEC_TIMEOUT_SECONDS;
 
     for (char **e = environ; e && *e; e++)
         nenv++;
@@ -225,7 +226,7 @@ static ms_err_t run_plugin(ms_kube_cred_t *c, ms_buf_t *out, char *errbuf, size_
     close(fds[1]);
     while (err == MS_OK) {
         struct pollfd pfd = {fds[0], POLLIN, 0};
-        double left = deadline - ms__kube_now();
+        double left = deadline - ms_clock_monotonic();
         char chunk[4096];
         ssize_t n;
 
@@ -316,7 +317,7 @@ static ms_err_t run_exec(ms_kube_cred_t *c, char *errbuf, size_t errlen)
     }
     set_token(c, token->valuestring, strlen(token->valuestring));
     MS_LOG_DEBUG("exec credential plugin gave a token", MS_S("command", cmd),
-                 MS_D("expires_in_s", c->expires > 0 ? c->expires - ms__kube_wall() : -1));
+                 MS_D("expires_in_s", c->expires > 0 ? c->expires - ms_clock_wall() : -1));
 out:
     if (doc != NULL) {
         if (cJSON_IsString(token))
@@ -349,7 +350,7 @@ ms_err_t ms_kube_cred_header(ms_kube_cred_t *c, double now, char *header, size_t
         tok = c->token;
     } else if (c->exec.command != NULL) {
         /* Renew a little before expiry so a request never carries a dead token. */
-        if (c->token == NULL || (c->expires > 0 && ms__kube_wall() >= c->expires - 10))
+        if (c->token == NULL || (c->expires > 0 && ms_clock_wall() >= c->expires - 10))
             err = run_exec(c, errbuf, errlen);
         tok = c->token;
     } else {

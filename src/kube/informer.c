@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kube_client_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/informer.h"
 #include "meshscaler/log.h"
 
@@ -351,7 +352,7 @@ static long watch_timeout(ms_kube_informer_t *inf)
     if (inf->watch_timeout > 0)
         return inf->watch_timeout;
     /* client-go spreads watch ends over [5, 10) minutes. */
-    return 300 + (long)(ms__kube_now() * 1000) % 300;
+    return 300 + (long)(ms_clock_monotonic() * 1000) % 300;
 }
 
 static void count_error(ms_kube_informer_t *inf)
@@ -374,7 +375,7 @@ static void *run(void *arg)
 
         if (need_list) {
             if ((err = list(inf, rv, sizeof rv, &kerr)) != MS_OK) {
-                double d = ms__kube_backoff_next(&inf->backoff, ms__kube_now());
+                double d = ms__kube_backoff_next(&inf->backoff, ms_clock_monotonic());
                 count_error(inf);
                 MS_LOG_WARN("list failed; retrying", MS_S("path", inf->path),
                             MS_S("error", kerr.message), MS_D("retry_in_s", d));
@@ -408,7 +409,7 @@ static void *run(void *arg)
         if (w.events > 0)
             ms__kube_backoff_reset(&inf->backoff);
         {
-            double d = ms__kube_backoff_next(&inf->backoff, ms__kube_now());
+            double d = ms__kube_backoff_next(&inf->backoff, ms_clock_monotonic());
             MS_LOG_INFO("watch ended; resuming", MS_S("path", inf->path),
                         MS_S("resource_version", rv), MS_S("error", kerr.message),
                         MS_D("retry_in_s", d));

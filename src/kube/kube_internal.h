@@ -24,8 +24,6 @@
 /* ---- small utilities (kube_util.c) ---- */
 
 /* Monotonic seconds; wall-clock seconds since the epoch. */
-double ms__kube_now(void);
-double ms__kube_wall(void);
 /* Sleep up to seconds, waking early when *cancel turns true (may be NULL).
  * Returns false when cancelled. */
 bool ms__kube_sleep(double seconds, const atomic_bool *cancel);

@@ -6,30 +6,15 @@
 #include <time.h>
 
 #include "kube_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/kubeconfig.h"
-
-double ms__kube_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-double ms__kube_wall(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 bool ms__kube_sleep(double seconds, const atomic_bool *cancel)
 {
-    double end = ms__kube_now() + seconds;
+    double end = ms_clock_monotonic() + seconds;
 
     for (;;) {
-        double left = end - ms__kube_now();
+        double left = end - ms_clock_monotonic();
         double step;
         struct timespec ts;
 

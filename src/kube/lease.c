@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kube_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/lease.h"
 #include "meshscaler/log.h"
 #include "meshscaler/xalloc.h"
@@ -111,14 +112,14 @@ static void observe(ms_kube_elector_t *e, cJSON *lease, double now)
 static bool try_acquire_or_renew(ms_kube_elector_t *e)
 {
     char micro[48];
-    double now = ms__kube_now();
+    double now = ms_clock_monotonic();
     ms_kube_error_t kerr;
     cJSON *lease = NULL, *spec, *out = NULL;
     const cJSON *trans;
     bool held_by_me;
     ms_err_t err;
 
-    ms__kube_rfc3339(ms__kube_wall(), true, micro, sizeof micro);
+    ms__kube_rfc3339(ms_clock_wall(), true, micro, sizeof micro);
     err = ms_kube_get(e->client, e->path, &lease, &kerr);
     if (err != MS_OK && err != MS_ERR_NOTFOUND)
         e->last_look = 0; /* a gap in looking: the next change is dated when seen */
@@ -185,7 +186,7 @@ static void release(ms_kube_elector_t *e)
 
     if (e->lease == NULL || strcmp(e->observed_holder, e->identity) != 0)
         return;
-    ms__kube_rfc3339(ms__kube_wall(), true, micro, sizeof micro);
+    ms__kube_rfc3339(ms_clock_wall(), true, micro, sizeof micro);
     lease = cJSON_Duplicate(e->lease, true);
     spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
     set_str(spec, "holderIdentity", "");
@@ -205,9 +206,9 @@ static void release(ms_kube_elector_t *e)
  * leader is replaced at its lease's end rather than up to a period later. */
 static bool wait_retry(ms_kube_elector_t *e, double jitter)
 {
-    double r = (double)(((unsigned long)(ms__kube_now() * 1e6)) % 1000) / 1000.0;
+    double r = (double)(((unsigned long)(ms_clock_monotonic() * 1e6)) % 1000) / 1000.0;
     double d = e->retry * (1 + jitter * r);
-    double expiry = e->observed_at + e->duration - ms__kube_now();
+    double expiry = e->observed_at + e->duration - ms_clock_monotonic();
 
     if (e->observed_holder[0] != '\0' && expiry > 0 && expiry + 0.01 < d)
         d = expiry + 0.01;
@@ -226,7 +227,7 @@ static void *run(void *arg)
             wait_retry(e, 0.2);
             continue;
         }
-        last_renew = ms__kube_now();
+        last_renew = ms_clock_monotonic();
         atomic_store(&e->leader, true);
         MS_LOG_INFO("became leader", MS_S("lease", e->name), MS_S("identity", e->identity));
         if (e->cb.on_started_leading)
@@ -236,10 +237,10 @@ static void *run(void *arg)
             if (!ms__kube_sleep(e->retry, &e->stop))
                 break;
             if (try_acquire_or_renew(e)) {
-                last_renew = ms__kube_now();
+                last_renew = ms_clock_monotonic();
                 continue;
             }
-            if (ms__kube_now() - last_renew >= e->deadline ||
+            if (ms_clock_monotonic() - last_renew >= e->deadline ||
                 (e->observed_holder[0] != '\0' && strcmp(e->observed_holder, e->identity) != 0)) {
                 MS_LOG_WARN("lost leadership", MS_S("lease", e->name), MS_S("holder", e->observed_holder));
                 break;

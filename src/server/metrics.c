@@ -297,21 +297,6 @@ void ms_metrics_remove(ms_metrics_t *m, int id, const char *const *values)
     pthread_mutex_unlock(&m->lock);
 }
 
-static ms_err_t put(ms_buf_t *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static ms_err_t put(ms_buf_t *out, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return MS_ERR_IO;
-    return ms_buf_append(out, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
 
 /* Label values escaped as the exposition format wants: \\, \" and \n. */
 static ms_err_t put_labels(ms_buf_t *out, const family_t *fam, const series_t *s, const char *le)
@@ -323,10 +308,10 @@ static ms_err_t put_labels(ms_buf_t *out, const family_t *fam, const series_t *s
         return MS_OK;
     err = ms_buf_append(out, "{", 1);
     for (size_t i = 0; i < fam->nlabels && err == MS_OK; i++) {
-        err = put(out, "%s%s=\"", i ? "," : "", fam->labels[i]);
+        err = ms_buf_appendf(out, "%s%s=\"", i ? "," : "", fam->labels[i]);
         for (const char *c = s->values[i]; *c && err == MS_OK; c++) {
             if (*c == '\\' || *c == '"')
-                err = put(out, "\\%c", *c);
+                err = ms_buf_appendf(out, "\\%c", *c);
             else if (*c == '\n')
                 err = ms_buf_append(out, "\\n", 2);
             else
@@ -336,7 +321,7 @@ static ms_err_t put_labels(ms_buf_t *out, const family_t *fam, const series_t *s
             err = ms_buf_append(out, "\"", 1);
     }
     if (le != NULL && err == MS_OK)
-        err = put(out, "%sle=\"%s\"", fam->nlabels ? "," : "", le);
+        err = ms_buf_appendf(out, "%sle=\"%s\"", fam->nlabels ? "," : "", le);
     if (err == MS_OK)
         err = ms_buf_append(out, "}", 1);
     return err;
@@ -368,16 +353,16 @@ ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
     for (size_t f = 0; f < m->nfamilies && err == MS_OK; f++) {
         const family_t *fam = &m->families[f];
 
-        err = put(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, kinds[fam->kind]);
+        err = ms_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, kinds[fam->kind]);
         for (size_t i = 0; i < fam->nseries && err == MS_OK; i++) {
             const series_t *s = &fam->series[i];
 
             if (fam->kind != MS_METRIC_HISTOGRAM) {
-                err = put(out, "%s", fam->name);
+                err = ms_buf_appendf(out, "%s", fam->name);
                 if (err == MS_OK)
                     err = put_labels(out, fam, s, NULL);
                 if (err == MS_OK)
-                    err = put(out, " %s\n", format_value(s->value, num, sizeof num));
+                    err = ms_buf_appendf(out, " %s\n", format_value(s->value, num, sizeof num));
                 continue;
             }
             uint64_t cumulative = 0;
@@ -385,22 +370,22 @@ ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
                 cumulative += s->buckets[b];
                 if (b < fam->nbounds)
                     format_value(fam->bounds[b], le, sizeof le);
-                err = put(out, "%s_bucket", fam->name);
+                err = ms_buf_appendf(out, "%s_bucket", fam->name);
                 if (err == MS_OK)
                     err = put_labels(out, fam, s, b < fam->nbounds ? le : "+Inf");
                 if (err == MS_OK)
-                    err = put(out, " %llu\n", (unsigned long long)cumulative);
+                    err = ms_buf_appendf(out, " %llu\n", (unsigned long long)cumulative);
             }
             if (err == MS_OK)
-                err = put(out, "%s_sum", fam->name);
+                err = ms_buf_appendf(out, "%s_sum", fam->name);
             if (err == MS_OK)
                 err = put_labels(out, fam, s, NULL);
             if (err == MS_OK)
-                err = put(out, " %s\n%s_count", format_value(s->value, num, sizeof num), fam->name);
+                err = ms_buf_appendf(out, " %s\n%s_count", format_value(s->value, num, sizeof num), fam->name);
             if (err == MS_OK)
                 err = put_labels(out, fam, s, NULL);
             if (err == MS_OK)
-                err = put(out, " %llu\n", (unsigned long long)s->count);
+                err = ms_buf_appendf(out, " %llu\n", (unsigned long long)s->count);
         }
     }
     pthread_mutex_unlock(&m->lock);

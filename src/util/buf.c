@@ -1,5 +1,7 @@
 /* buf.c - capped growable buffer. */
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,35 @@ ms_err_t ms_buf_append(ms_buf_t *b, const void *data, size_t n)
     b->len += n;
     b->data[b->len] = '\0';
     return MS_OK;
+}
+
+ms_err_t ms_buf_appendf(ms_buf_t *b, const char *fmt, ...)
+{
+    char small[512];
+    char *big;
+    va_list ap;
+    int n;
+    ms_err_t err;
+
+    va_start(ap, fmt);
+    n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return MS_ERR_INVALID;
+    if ((size_t)n < sizeof small)
+        return ms_buf_append(b, small, (size_t)n);
+    /* Longer than the stack buffer: format once more into the heap. */
+    if ((size_t)n > b->max - b->len)
+        return MS_ERR_TOOLARGE;
+    big = malloc((size_t)n + 1);
+    if (big == NULL)
+        return MS_ERR_NOMEM;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    err = ms_buf_append(b, big, (size_t)n);
+    free(big);
+    return err;
 }
 
 ms_err_t ms_buf_read_stream(ms_buf_t *b, FILE *f)
