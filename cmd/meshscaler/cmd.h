@@ -4,5 +4,6 @@
 
 int ms_cmd_decide(int argc, char **argv);
 int ms_cmd_controller(int argc, char **argv);
+int ms_cmd_probe(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const char usage[] =
     "                                    (stdin when no file) and print each tick\n"
     "  controller [flags]                watch MeshAutoscalers and scale their targets\n"
     "                                    (controller --help lists the flags)\n"
+    "  probe [--timeout S] URL           GET URL; exit 0 on 2xx (checks inside the image)\n"
     "  version                           print the version\n"
     "  help                              print this help\n"
     "\n"
@@ -36,6 +37,8 @@ int main(int argc, char **argv)
         return ms_cmd_decide(argc - 1, argv + 1);
     if (strcmp(cmd, "controller") == 0)
         return ms_cmd_controller(argc - 1, argv + 1);
+    if (strcmp(cmd, "probe") == 0)
+        return ms_cmd_probe(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("meshscaler %s\n", ms_version());
         return 0;

@@ -40,6 +40,10 @@ void ms_metrics_set(ms_metrics_t *m, int family, const char *const *label_values
 void ms_metrics_observe(ms_metrics_t *m, int family, const char *const *label_values, double value);
 /* Forget one series (e.g. the gauges of a deleted object). */
 void ms_metrics_remove(ms_metrics_t *m, int family, const char *const *label_values);
+/* Forget every series whose first n label values are these (an object's
+ * per-metric series, whatever the metric names were). Scans the family. */
+void ms_metrics_remove_matching(ms_metrics_t *m, int family, const char *const *label_values,
+                                size_t n);
 
 /* Append the exposition text to out. MS_ERR_NOMEM / MS_ERR_TOOLARGE. */
 ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out);

@@ -150,6 +150,12 @@ typedef struct {
 /* Zero *in (every flag false, pointers NULL, outcome DECIDED). */
 void ms_status_input_init(ms_status_input_t *in);
 
+/* The reason each condition gets when in->outcome is DECIDED (the table
+ * row ms_status_build writes), indexed by ms_condition_type_t: what the
+ * per-object condition gauges show. */
+void ms_status_condition_reasons(const ms_status_input_t *in,
+                                 ms_condition_reason_t out[MS_COND__COUNT]);
+
 /* Build the new status into *out (the caller's; cJSON_Delete) and set
  * *changed to whether it differs from in->previous (a field absent on one
  * side and null on the other counts as equal; numbers equal within 1e-9).

@@ -44,6 +44,9 @@ typedef struct ms__object {
     double last_scale_time;   /* wall seconds; 0: never */
     char last_warning[64];    /* reason of the last Warning event, "" none */
     char target_kind[64];     /* for the per-object gauges' labels */
+    bool reason_reported;     /* last_reason has a series in /metrics */
+    ms_reason_t last_reason;
+    long long series_generation; /* spec generation the per-metric series were made for */
     struct ms__object *next;
 } ms__object_t;
 
@@ -81,6 +84,14 @@ typedef struct {
     int objects;         /* gauge */
     int client_requests; /* counter {verb}: every request of the client (informers, lease too) */
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
+    /* Per object, removed with it (gone() in reconcile.c): */
+    int metric_value;    /* gauge {namespace, name, metric}: effective value */
+    int metric_target;   /* gauge {namespace, name, metric} */
+    int metric_desired;  /* gauge {namespace, name, metric}: replicas it asks for */
+    int ds_headroom;     /* gauge {namespace, name, downstream}: usage left below the cap */
+    int ds_allowed;      /* gauge {namespace, name, downstream}: replicas it allows */
+    int condition;       /* gauge {namespace, name, type, status}: 1 for the current status */
+    int last_reason;     /* gauge {namespace, name, reason}: 1 for the last decision's */
 } ms__families_t;
 
 /* One worker thread and the API client only it uses. libcurl does not
@@ -193,6 +204,8 @@ void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const
 
 /* Declare every family into c->metrics and c->fam (ctl_metrics.c). */
 void ms__metrics_declare(ms_controller_t *c);
+/* Remove every per-object series of ns/name (the object was deleted). */
+void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name);
 /* Leader, queue, cache gauges and the clients' request counters. */
 void ms__metrics_refresh(ms_controller_t *c);
 

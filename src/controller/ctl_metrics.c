@@ -8,6 +8,57 @@
 
 #include "controller_internal.h"
 
+/* The per-object series the dashboard and the alerts read: what each metric
+ * sees and asks, the guardrails' headroom, the conditions and the last reason
+ * (kube-state-metrics' style for conditions: one series per status, 1 for the
+ * current one). */
+static void object_families(ms_controller_t *c)
+{
+    static const char *const metric[] = {"namespace", "name", "metric"};
+    static const char *const downstream[] = {"namespace", "name", "downstream"};
+    static const char *const condition[] = {"namespace", "name", "type", "status"};
+    static const char *const reason[] = {"namespace", "name", "reason"};
+    ms_metrics_t *m = c->metrics;
+    ms__families_t *f = &c->fam;
+
+    f->metric_value = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_metric_value",
+                                        "A metric's effective value at the last decision "
+                                        "(status.currentMetrics[].effective).",
+                                        metric, 3, NULL, 0);
+    f->metric_target = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_metric_target",
+                                         "A metric's target: percent, value or average value.",
+                                         metric, 3, NULL, 0);
+    f->metric_desired = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_metric_desired_replicas",
+                                          "Replicas a metric asked for at the last decision.",
+                                          metric, 3, NULL, 0);
+    f->ds_headroom = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_downstream_headroom",
+                                       "maxUtilization x limit - usage of a downstream guardrail "
+                                       "(negative when over).",
+                                       downstream, 3, NULL, 0);
+    f->ds_allowed = ms_metrics_family(m, MS_METRIC_GAUGE,
+                                      "meshscaler_downstream_allowed_replicas",
+                                      "Replicas a downstream guardrail allows.", downstream, 3,
+                                      NULL, 0);
+    f->condition = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_condition",
+                                     "1 for each condition's current status.", condition, 4, NULL,
+                                     0);
+    f->last_reason = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_last_decision_reason",
+                                       "1 for the reason of the object's last decision.", reason,
+                                       3, NULL, 0);
+}
+
+void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name)
+{
+    const char *obj[] = {ns, name};
+    const int families[] = {c->fam.desired,       c->fam.current,       c->fam.scales,
+                            c->fam.metric_value,  c->fam.metric_target, c->fam.metric_desired,
+                            c->fam.ds_headroom,   c->fam.ds_allowed,    c->fam.condition,
+                            c->fam.last_reason};
+
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        ms_metrics_remove_matching(c->metrics, families[i], obj, 2);
+}
+
 void ms__metrics_declare(ms_controller_t *c)
 {
     static const char *const reason[] = {"reason"};
@@ -70,6 +121,7 @@ void ms__metrics_declare(ms_controller_t *c)
                                            NULL, 0, NULL, 0);
     f->objects = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_objects",
                                    "MeshAutoscalers in the informer cache.", NULL, 0, NULL, 0);
+    object_families(c);
 }
 
 static void add_stats(ms_kube_stats_t *sum, ms_kube_client_t *k)

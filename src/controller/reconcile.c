@@ -444,20 +444,14 @@ static void gone(ms_controller_t *c, ms__item_t *it)
 {
     const char *slash = strchr(it->key, '/');
     char ns[MS__KEY_MAX];
-    const char *labels[2];
 
     ms_workqueue_forget(c->queue, it->key);
     if (!ms__objects_remove(&c->objects, it->key) || slash == NULL)
         return;
     ms_errf(ns, sizeof ns, MS_OK, "%.*s", (int)(slash - it->key), it->key);
-    labels[0] = ns;
-    labels[1] = slash + 1;
-    ms_metrics_remove(c->metrics, c->fam.desired, labels);
-    ms_metrics_remove(c->metrics, c->fam.current, labels);
     /* Every per-object series goes with the object, or /metrics grows with
      * each object ever created. */
-    ms_metrics_remove(c->metrics, c->fam.scales, (const char *[]){ns, slash + 1, "up"});
-    ms_metrics_remove(c->metrics, c->fam.scales, (const char *[]){ns, slash + 1, "down"});
+    ms__metrics_forget_object(c, ns, slash + 1);
     MS_LOG_INFO("object deleted, state freed", MS_S("object", it->key));
 }
 

@@ -38,10 +38,87 @@ void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const
     event(c, it, "Warning", reason, message);
 }
 
+static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *in, char *why,
+                         size_t whycap);
+
+/* set_or_remove: the gauge when the value is known, no series when not
+ * (a missing metric must not show its last value as if current). */
+static void set_or_remove(ms_controller_t *c, int family, const char *const *labels,
+                          bool present, double value)
+{
+    if (present)
+        ms_metrics_set(c->metrics, family, labels, value);
+    else
+        ms_metrics_remove(c->metrics, family, labels);
+}
+
+static void metric_series(ms_controller_t *c, ms__item_t *it)
+{
+    const ms_spec_t *spec = &it->spec;
+    const ms_observation_t *obs = it->obs != NULL ? &it->obs->obs : NULL;
+
+    /* A new spec may have renamed metrics or downstreams: start its series afresh. */
+    if (it->state->series_generation != it->generation) {
+        const char *obj[] = {it->ns, it->name};
+        const int families[] = {c->fam.metric_value, c->fam.metric_target, c->fam.metric_desired,
+                                c->fam.ds_headroom, c->fam.ds_allowed};
+        for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+            ms_metrics_remove_matching(c->metrics, families[f], obj, 2);
+        it->state->series_generation = it->generation;
+    }
+    for (size_t i = 0; i < spec->nmetrics && i < it->d.nmetrics; i++) {
+        const ms_metric_result_t *r = &it->d.metrics[i];
+        const char *labels[] = {it->ns, it->name, spec->metrics[i].name};
+
+        set_or_remove(c, c->fam.metric_value, labels, r->effective.present, r->effective.value);
+        ms_metrics_set(c->metrics, c->fam.metric_target, labels, spec->metrics[i].target);
+        set_or_remove(c, c->fam.metric_desired, labels, r->has_replicas, r->replicas);
+    }
+    for (size_t i = 0; i < spec->ndownstreams && i < it->d.ndownstreams; i++) {
+        const ms_downstream_spec_t *ds = &spec->downstreams[i];
+        const ms_downstream_result_t *r = &it->d.downstreams[i];
+        const char *labels[] = {it->ns, it->name, ds->name};
+        bool known = r->observed && obs != NULL;
+        double limit = 0, usage = 0;
+
+        if (known) {
+            usage = obs->downstreams[i].usage.value;
+            limit = obs->downstreams[i].limit.present ? obs->downstreams[i].limit.value : ds->limit;
+        }
+        set_or_remove(c, c->fam.ds_headroom, labels, known, ds->max_utilization * limit - usage);
+        set_or_remove(c, c->fam.ds_allowed, labels, r->observed, r->allowed);
+    }
+}
+
+static void condition_series(ms_controller_t *c, ms__item_t *it)
+{
+    static const char *const statuses[] = {"True", "False", "Unknown"};
+    ms_condition_reason_t reasons[MS_COND__COUNT];
+    ms_status_input_t in;
+    char why[512];
+
+    ms_status_input_init(&in);
+    in.spec = &it->spec;
+    fill_decided(c, it, &in, why, sizeof why);
+    ms_status_condition_reasons(&in, reasons);
+    for (size_t t = 0; t < MS_COND__COUNT; t++) {
+        const char *now = ms_condition_reason_status(reasons[t]);
+        for (size_t s = 0; s < sizeof statuses / sizeof statuses[0]; s++) {
+            const char *labels[] = {it->ns, it->name, ms_condition_type_name((ms_condition_type_t)t),
+                                    statuses[s]};
+            if (strcmp(statuses[s], now) == 0)
+                ms_metrics_set(c->metrics, c->fam.condition, labels, 1);
+            else
+                ms_metrics_remove(c->metrics, c->fam.condition, labels);
+        }
+    }
+}
+
 static void object_metrics(ms_controller_t *c, ms__item_t *it)
 {
     const char *obj[] = {it->ns, it->name};
     const char *reason[] = {ms_reason_name(it->d.reason)};
+    const char *last[] = {it->ns, it->name, ms_reason_name(it->d.reason)};
 
     ms_metrics_add(c->metrics, c->fam.decisions, reason, 1);
     ms_metrics_set(c->metrics, c->fam.desired, obj, it->desired);
@@ -51,6 +128,15 @@ static void object_metrics(ms_controller_t *c, ms__item_t *it)
                                it->desired > it->d.current_replicas ? "up" : "down"};
         ms_metrics_add(c->metrics, c->fam.scales, scale, 1);
     }
+    if (it->state->reason_reported && it->state->last_reason != it->d.reason) {
+        const char *was[] = {it->ns, it->name, ms_reason_name(it->state->last_reason)};
+        ms_metrics_remove(c->metrics, c->fam.last_reason, was);
+    }
+    ms_metrics_set(c->metrics, c->fam.last_reason, last, 1);
+    it->state->reason_reported = true;
+    it->state->last_reason = it->d.reason;
+    metric_series(c, it);
+    condition_series(c, it);
 }
 
 /* The sentence about why nothing was written, or NULL. */

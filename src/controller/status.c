@@ -492,6 +492,33 @@ static void add_reference(cJSON *status, const ms_spec_t *spec)
     replace(status, "reference", cJSON_CreateString(ref));
 }
 
+/* The seven conditions of a decided sync, with their details. */
+static void decided_conditions(const ms_status_input_t *in, cond_t conds[MS_COND__COUNT])
+{
+    const ms_spec_t *spec = in->spec;
+    const ms_decision_t *d = in->decision;
+
+    memset(conds, 0, MS_COND__COUNT * sizeof *conds);
+    able_to_scale(in, &conds[MS_COND_AbleToScale]);
+    scaling_active(d, &conds[MS_COND_ScalingActive]);
+    scaling_limited(spec, d, &conds[MS_COND_ScalingLimited]);
+    downstream_limited(spec, d, &conds[MS_COND_DownstreamLimited]);
+    retry_storm(spec, d, &conds[MS_COND_RetryStorm]);
+    saturated(spec, d, &conds[MS_COND_Saturated]);
+    cond(&conds[MS_COND_DryRun], in->dry_run || spec->dry_run ? MS_CR_DRYRUN_ON : MS_CR_DRYRUN_OFF,
+         NULL);
+}
+
+void ms_status_condition_reasons(const ms_status_input_t *in,
+                                 ms_condition_reason_t out[MS_COND__COUNT])
+{
+    cond_t conds[MS_COND__COUNT];
+
+    decided_conditions(in, conds);
+    for (size_t i = 0; i < MS_COND__COUNT; i++)
+        out[i] = conds[i].reason;
+}
+
 static cJSON *build_decided(const ms_status_input_t *in, const cJSON *prev)
 {
     const ms_spec_t *spec = in->spec;
@@ -502,7 +529,6 @@ static cJSON *build_decided(const ms_status_input_t *in, const cJSON *prev)
     cJSON *status = must(cJSON_CreateObject());
     char targets[1024];
 
-    memset(conds, 0, sizeof conds);
     add_number(status, "observedGeneration", (double)in->generation);
     add_reference(status, spec);
     ms_status_targets(spec, d, targets, sizeof targets);
@@ -517,14 +543,7 @@ static cJSON *build_decided(const ms_status_input_t *in, const cJSON *prev)
     add(status, "lastDecision",
         last_decision(in, cJSON_GetObjectItemCaseSensitive(prev, "lastDecision")));
 
-    able_to_scale(in, &conds[MS_COND_AbleToScale]);
-    scaling_active(d, &conds[MS_COND_ScalingActive]);
-    scaling_limited(spec, d, &conds[MS_COND_ScalingLimited]);
-    downstream_limited(spec, d, &conds[MS_COND_DownstreamLimited]);
-    retry_storm(spec, d, &conds[MS_COND_RetryStorm]);
-    saturated(spec, d, &conds[MS_COND_Saturated]);
-    cond(&conds[MS_COND_DryRun], in->dry_run || spec->dry_run ? MS_CR_DRYRUN_ON : MS_CR_DRYRUN_OFF,
-         NULL);
+    decided_conditions(in, conds);
     add(status, "conditions", make_conditions(conds, prev_conditions, in->generation, in->now));
     return status;
 }

@@ -278,6 +278,32 @@ void ms_metrics_observe(ms_metrics_t *m, int id, const char *const *values, doub
     pthread_mutex_unlock(&m->lock);
 }
 
+void ms_metrics_remove_matching(ms_metrics_t *m, int id, const char *const *values, size_t n)
+{
+    family_t *fam;
+    size_t kept = 0;
+
+    pthread_mutex_lock(&m->lock);
+    if ((fam = family(m, id)) == NULL || n > fam->nlabels)
+        goto out;
+    for (size_t i = 0; i < fam->nseries; i++) {
+        series_t *s = &fam->series[i];
+        size_t l = 0;
+        while (l < n && strcmp(s->values[l], values[l] ? values[l] : "") == 0)
+            l++;
+        if (l == n)
+            series_free(s, fam->nlabels);
+        else
+            fam->series[kept++] = *s;
+    }
+    if (kept != fam->nseries) {
+        fam->nseries = kept;
+        reindex(fam);
+    }
+out:
+    pthread_mutex_unlock(&m->lock);
+}
+
 void ms_metrics_remove(ms_metrics_t *m, int id, const char *const *values)
 {
     family_t *fam;
