@@ -67,6 +67,10 @@ on_exit() {
 trap on_exit EXIT
 trap 'exit 130' INT TERM
 
+# The sysctls the node changes, as they were before; `down` must restore them.
+sysctl_values() { sysctl -n vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward | tr '\n' ' '; }
+SYSCTLS_BEFORE="$(sysctl_values)"
+
 # --- build and up ----------------------------------------------------------------------
 # The first build on a fresh machine takes minutes: let its progress lines show (stderr).
 t0=$SECONDS
@@ -95,8 +99,9 @@ resources="$("${K[@]}" api-resources 2>&1 || true)"
 check "api-resources lists apps/v1 deployments" grep -qE '^deployments +deploy +apps/v1 ' <<<"$resources"
 check "api-resources lists coordination.k8s.io leases" grep -qE '^leases .*coordination.k8s.io/v1 ' <<<"$resources"
 
-if [ -f "$REPO/manifests/crd.yaml" ]; then
-  check "apply manifests/crd.yaml" "${K[@]}" apply -f "$REPO/manifests/crd.yaml"
+check "manifests/10-crd.yaml exists" test -f "$REPO/manifests/10-crd.yaml"
+if [ -f "$REPO/manifests/10-crd.yaml" ]; then
+  check "apply manifests/10-crd.yaml" "${K[@]}" apply -f "$REPO/manifests/10-crd.yaml"
   check "the CRD is established" "${K[@]}" wait --for=condition=Established --timeout=30s \
     crd/meshautoscalers.autoscaling.meshscaler.io
   check "restricted identity can list meshautoscalers" "${R[@]}" get meshautoscalers -A
@@ -133,6 +138,8 @@ EOF
 fi
 
 # --- a Deployment through kube-controller-manager --------------------------------------
+# Its pods name a scheduler that does not exist, so they stay Pending: this part checks
+# the controller manager, the scale subresource and RBAC alone (pods that run: below).
 check "create namespace $NS" "${K[@]}" create namespace "$NS"
 check "apply a Deployment" "${K[@]}" apply -f - <<EOF
 apiVersion: apps/v1
@@ -144,6 +151,7 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
+      schedulerName: meshscaler-e2e-unscheduled
       containers: [{name: web, image: registry.invalid/web:1}]
 EOF
 rs_count() { [ "$("${K[@]}" -n "$NS" get rs -l app=web -o name | wc -l)" -ge 1 ]; }
@@ -158,7 +166,7 @@ check "PATCH scale subresource to 3 (admin)" "${K[@]}" -n "$NS" patch deployment
 pods3() { [ "$("${K[@]}" -n "$NS" get deploy web -o 'jsonpath={.status.replicas}')" = 3 ]; }
 check "the controller manager follows to 3 replicas" eventually 30 pods3
 
-# --- the restricted identity (manifests/rbac.yaml) ---------------------------------------
+# --- the restricted identity (manifests/20-rbac.yaml) ---------------------------------------
 check "restricted identity is the meshscaler ServiceAccount" \
   grep -q 'system:serviceaccount:meshscaler-system:meshscaler' <<<"$("${R[@]}" auth whoami 2>&1)"
 check "restricted identity can GET scale" "${R[@]}" -n "$NS" get --raw \
@@ -190,6 +198,93 @@ check "prometheus reports up==1 for the haproxy target" eventually 30 up1
 limit500() { [ "$(query 'haproxy_frontend_limit_sessions{haproxy="smoke",proxy="smoke"}')" = 500 ]; }
 check "prometheus has haproxy_frontend_limit_sessions=500" eventually 15 limit500
 
+# --- the node: pods that run ------------------------------------------------------------
+node_ready() { [ "$("${K[@]}" get node "$MESHSCALER_E2E_NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+check "node $MESHSCALER_E2E_NODE is Ready" node_ready
+check "kube-system/metrics-server is available" "${K[@]}" -n kube-system wait --for=condition=Available --timeout=60s deployment/metrics-server
+check "the kubernetes Service's endpoints are the API server on the bridge" \
+  grep -q "^$MESHSCALER_E2E_NODE_IP:" <<<"$("${K[@]}" get endpointslices -n default -l kubernetes.io/service-name=kubernetes \
+    -o 'jsonpath={.items[0].endpoints[0].addresses[0]}:{.items[0].ports[0].port}')"
+
+W=app
+check "apply the app+sidecar Deployment and Service ($MESHSCALER_E2E_APP_IMAGE)" \
+  bash -c "'$E2E_DIR/workloads/render' '$E2E_DIR/workloads/web.yaml' $W REPLICAS=2 | '$KUBECTL' --kubeconfig '$KUBECONFIG' -n $NS apply -f -"
+ready_is() { [ "$("${K[@]}" -n "$NS" get deploy "$1" -o 'jsonpath={.status.readyReplicas}')" = "$2" ]; }
+t0=$SECONDS
+check "2 pods become Ready through their readiness probes" eventually 60 ready_is $W 2
+t2=$((SECONDS - t0))
+t0=$SECONDS
+check "PATCH the scale subresource 2 -> 8" "${K[@]}" -n "$NS" patch deployment $W \
+  --subresource=scale --type=merge -p '{"spec":{"replicas":8}}'
+check "all 8 pods become Ready" eventually 90 ready_is $W 8
+echo "     (2 Ready after ${t2} s; 2 -> 8 Ready after $((SECONDS - t0)) s)"
+probes_real() { # every pod's sidecar reports the probe-driven Ready condition
+  [ "$("${K[@]}" -n "$NS" get pods -l app=$W -o 'jsonpath={range .items[*]}{.status.containerStatuses[?(@.name=="sidecar")].ready}{" "}{end}')" = "true true true true true true true true " ]
+}
+check "the kubelet set every sidecar ready (no status faked)" probes_real
+
+svc_ip="$("${K[@]}" -n "$NS" get service $W -o 'jsonpath={.spec.clusterIP}')"
+# reached N: N requests to the ClusterIP through kube-proxy's rules; how many pods answered.
+reached() {
+  local i; for i in $(seq 1 "$1"); do curl -sf --max-time 2 "http://$svc_ip/work?ms=1" || echo FAILED; done \
+    | sort | uniq -c | awk '{print $2 == "done" ? "ok" : "bad"}' | sort | uniq -c | tr -s ' '
+}
+answers="$(reached 80)"
+check "the Service ($svc_ip) answers through the sidecars" grep -qE '^ ?[0-9]+ ok$' <<<"$answers"
+pods_hit() { curl_n=$(for i in $(seq 1 80); do curl -sf --max-time 2 "http://$svc_ip/work?ms=1"; done | sort -u | wc -l); [ "$curl_n" -ge 4 ]; }
+check "the Service spreads requests over the pods (80 requests reach >= 4 of 8)" pods_hit
+
+pod="$("${K[@]}" -n "$NS" get pods -l app=$W -o 'jsonpath={.items[0].metadata.name}')"
+whoami_in_pod() {
+  "${K[@]}" -n "$NS" exec "$pod" -c sidecar -- sh -c '
+    sa=/var/run/secrets/kubernetes.io/serviceaccount
+    curl -sf --max-time 5 --cacert $sa/ca.crt -H "Authorization: Bearer $(cat $sa/token)" \
+      -H "Content-Type: application/json" -X POST \
+      -d "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}" \
+      https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/apis/authentication.k8s.io/v1/selfsubjectreviews'
+}
+who="$(whoami_in_pod 2>&1 || true)"
+check "a pod calls the API server through the kubernetes Service with its token" \
+  grep -qE "\"username\": *\"system:serviceaccount:$NS:default\"" <<<"$who"
+check "kubectl logs reaches the kubelet" grep -q "listening on :8080" <<<"$("${K[@]}" -n "$NS" logs "$pod" -c app 2>&1)"
+
+top_all() { [ "$("${K[@]}" -n "$NS" top pods -l app=$W --no-headers 2>/dev/null | wc -l)" -eq 8 ]; }
+t0=$SECONDS
+check "kubectl top pods reports all 8 pods (metrics-server)" eventually 90 top_all
+echo "     (after $((SECONDS - t0)) s)"
+
+# A CPU-based HPA, the autoscaler of the incident, acting through kube-controller-manager.
+H=busy
+check "apply a 1-replica Deployment for the HPA" \
+  bash -c "'$E2E_DIR/workloads/render' '$E2E_DIR/workloads/web.yaml' $H REPLICAS=1 CPU_MS=20 | '$KUBECTL' --kubeconfig '$KUBECONFIG' -n $NS apply -f -"
+check "apply an autoscaling/v2 HPA on CPU (50% of requests, 1..4)" "${K[@]}" -n "$NS" apply -f - <<EOF
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: $H}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: $H}
+  minReplicas: 1
+  maxReplicas: 4
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+EOF
+check "the HPA's Deployment is Ready" eventually 60 ready_is $H 1
+hpa_cpu() { [ -n "$("${K[@]}" -n "$NS" get hpa $H -o 'jsonpath={.status.currentMetrics[0].resource.current.averageUtilization}')" ]; }
+t0=$SECONDS
+check "the HPA shows current CPU in its status" eventually 90 hpa_cpu
+echo "     (after $((SECONDS - t0)) s: $("${K[@]}" -n "$NS" get hpa $H --no-headers 2>&1 | tr -s ' '))"
+busy_ip="$("${K[@]}" -n "$NS" get service $H -o 'jsonpath={.spec.clusterIP}')"
+# Load: 8 requests in flight, each 20 ms of CPU, through the Service, for at most 3 minutes.
+timeout 180 curl -s --parallel --parallel-max 8 "http://$busy_ip/work?n=[1-1000000]" >/dev/null 2>&1 &
+load_pid=$!
+scaled_up() { [ "$("${K[@]}" -n "$NS" get deploy $H -o 'jsonpath={.spec.replicas}')" -gt 1 ]; }
+t0=$SECONDS
+check "under load the HPA scales the Deployment up" eventually 150 scaled_up
+echo "     (after $((SECONDS - t0)) s: $("${K[@]}" -n "$NS" get hpa $H --no-headers 2>&1 | tr -s ' '))"
+kill "$load_pid" 2>/dev/null || true
+wait "$load_pid" 2>/dev/null || true
+
 # --- down ---------------------------------------------------------------------------------
 bring_down
 check "e2e/local down removed the state" test ! -e "$MESHSCALER_E2E_STATE/ports.env"
@@ -203,5 +298,16 @@ done
 check "no started process remains (pids: ${STARTED_PIDS:-none})" test -z "$left"
 [ -z "$left" ] || echo "    left running: $left"
 [ -n "$STARTED_PIDS" ] || fail "recorded started PIDs" "none found"
+
+# What the node did to the host is undone (NODE.md "Side effects to undo").
+check "no process names the state dir (shims, pods)" test -z "$(pgrep -af -- "$MESHSCALER_E2E_STATE" | grep -v pgrep || true)"
+check "no mount under the state dir or the kubelet's fixed paths" \
+  test -z "$(awk '{print $5}' /proc/self/mountinfo | grep -E "^($MESHSCALER_E2E_STATE|/var/lib/kubelet|/run/containerd)(/|$)" || true)"
+check "no pod cgroups left" test -z "$(ls -d /sys/fs/cgroup/*/meshscaler-e2e 2>/dev/null || true)"
+check "the bridge and its veths are gone" test -z "$(ip -o link show 2>/dev/null | grep -E 'mse2e0|master mse2e0' || true)"
+check "no KUBE-* or meshscaler-e2e iptables rules (IPv4, IPv6)" \
+  test -z "$( { iptables-save; ip6tables-save; } 2>/dev/null | grep -E 'KUBE-|meshscaler-e2e' || true)"
+check "sysctls restored ($SYSCTLS_BEFORE)" test "$(sysctl_values)" = "$SYSCTLS_BEFORE"
+check "the node lock is released" test ! -e /run/meshscaler-e2e-node.state
 
 echo "$passed passed, $failed failed"

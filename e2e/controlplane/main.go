@@ -1,8 +1,8 @@
 // Command controlplane is meshscaler's local Kubernetes control plane for tests: one
 // binary that runs a real etcd, the real kube-apiserver, the real
-// kube-controller-manager and the real kubectl, all from one pinned Kubernetes release.
-// It is the envtest approach (real API server and etcd, no kubelet), built from Go
-// modules because this project's machines cannot pull container images.
+// kube-controller-manager, the node's kube-scheduler, kubelet and kube-proxy, and the
+// real kubectl, all from one pinned Kubernetes release. It is built from Go modules
+// because this project's machines can neither pull container images nor run kind.
 //
 // Each component runs in its own process (e2e/local starts them) so their global flag
 // sets, feature gates and metric registries never meet, and so each can be stopped by
@@ -13,11 +13,16 @@
 //	controlplane etcd --data-dir DIR --listen-client URL --listen-peer URL
 //	controlplane kube-apiserver [kube-apiserver flags]
 //	controlplane kube-controller-manager [kube-controller-manager flags]
+//	controlplane kube-scheduler [kube-scheduler flags]
+//	controlplane kubelet [kubelet flags]
+//	controlplane kube-proxy [kube-proxy flags]
+//	controlplane pod-sd --kubeconfig FILE --out FILE   (Prometheus file_sd of annotated pods)
 //	controlplane kubectl [kubectl flags]      (or: a link named kubectl)
 //	controlplane version
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/url"
@@ -34,10 +39,13 @@ import (
 	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxyapp "k8s.io/kubernetes/cmd/kube-proxy/app"
+	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: controlplane etcd|kube-apiserver|kube-controller-manager|kubectl|version [args]")
+	fmt.Fprintln(os.Stderr, "usage: controlplane etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|pod-sd|kubectl|version [args]")
 	os.Exit(2)
 }
 
@@ -60,6 +68,14 @@ func main() {
 		os.Exit(cli.Run(apiserverapp.NewAPIServerCommand()))
 	case "kube-controller-manager":
 		os.Exit(cli.Run(kcmapp.NewControllerManagerCommand()))
+	case "kube-scheduler":
+		os.Exit(cli.Run(schedulerapp.NewSchedulerCommand()))
+	case "kubelet":
+		os.Exit(cli.Run(kubeletapp.NewKubeletCommand(context.Background())))
+	case "kube-proxy":
+		os.Exit(cli.Run(proxyapp.NewProxyCommand()))
+	case "pod-sd":
+		os.Exit(runPodSD())
 	case "kubectl":
 		os.Exit(runKubectl())
 	case "version":

@@ -205,7 +205,11 @@ new_ns() {
   CREATED_NS+=("$NS")
 }
 
-# deployment NS NAME REPLICAS : a Deployment whose Pods stay Pending (no kubelet).
+# deployment NS NAME REPLICAS : a Deployment whose Pods stay Pending. The local
+# cluster has a real node now, but these tests need exact control of the replica
+# and ready counts the controller sees (a pod that really starts, or fails to pull,
+# would move them): the pods name a scheduler that does not exist, so none is ever
+# placed. tests/incluster/ runs the controller against pods that really run.
 deployment() {
   k apply -n "$1" -f - >/dev/null <<YAML
 apiVersion: apps/v1
@@ -217,6 +221,7 @@ spec:
   template:
     metadata: {labels: {app: $2}}
     spec:
+      schedulerName: meshscaler-e2e-unscheduled
       containers: [{name: app, image: registry.invalid/mse2e:1}]
 YAML
 }

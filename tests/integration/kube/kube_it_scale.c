@@ -63,6 +63,9 @@ static void apply(const char *yaml)
     }
 }
 
+/* The workloads' pods name a scheduler that does not exist, so they stay Pending on
+ * the local cluster's real node: these tests are about the scale subresource, and
+ * pods that fail to pull an image would only add noise. */
 static void setup_targets(void)
 {
     char y[4096];
@@ -72,13 +75,13 @@ static void setup_targets(void)
     snprintf(y, sizeof y,
              "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\n"
              "spec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n"
-             "  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: example.invalid/none}]}\n"
+             "  template:\n    metadata: {labels: {app: web}}\n    spec: {schedulerName: unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
              "---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: %s}\n"
              "spec:\n  replicas: 1\n  selector: {matchLabels: {app: db}}\n"
-             "  template:\n    metadata: {labels: {app: db}}\n    spec: {containers: [{name: c, image: example.invalid/none}]}\n"
+             "  template:\n    metadata: {labels: {app: db}}\n    spec: {schedulerName: unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
              "---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: %s}\n"
              "spec:\n  replicas: 1\n  selector: {matchLabels: {app: rs}}\n"
-             "  template:\n    metadata: {labels: {app: rs}}\n    spec: {containers: [{name: c, image: example.invalid/none}]}\n"
+             "  template:\n    metadata: {labels: {app: rs}}\n    spec: {schedulerName: unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
              "---\napiVersion: test.meshscaler.io/v1\nkind: Widget\nmetadata: {name: wid, namespace: %s}\n"
              "spec: {replicas: 3}\n",
              ns, ns, ns, ns);
