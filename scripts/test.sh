@@ -8,9 +8,13 @@
 #   valgrind        the decide command and the unit tests under valgrind
 #   fuzz            each libFuzzer target for FUZZ_SECONDS (default 30)
 #   bench           bench/engine figures (printed, not asserted)
-#   e2e-smoke       the real control plane, Prometheus and HAProxy (e2e/)
-#   integration     against one shared environment from e2e/local: the CRD,
-#                   and every tests/integration/*/run.sh
+#   chart           the Helm chart: lint, templates, schema refusals, manifests
+#                   rendered from it, dashboard and alert series (tests/chart)
+#   e2e-smoke       the local one-node cluster (control plane, node, metrics-server,
+#                   a CPU HPA), Prometheus and HAProxy (e2e/)
+#   integration     against one shared environment from e2e/local: the CRD, the
+#                   clients, the controller, the image (Docker) and the chart
+#                   installed in-cluster: every tests/integration/*/run.sh
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
 set -uo pipefail
 
@@ -118,6 +122,7 @@ suite unit+scenarios unit_and_scenarios
 suite valgrind under_valgrind
 suite fuzz fuzz
 suite bench bench
+suite chart bash tests/chart/run.sh
 suite e2e-smoke e2e_smoke
 suite integration integration
 

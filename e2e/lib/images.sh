@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # e2e/lib/images.sh — container images without a registry, sourced by e2e/local.
 #
 # No registry is reachable from these machines, so every image the local cluster runs
@@ -22,6 +23,9 @@ IMAGES_DIR="$E2E_DIR/images"
 DOCKER="/usr/bin/docker"      # Debian's client, matching its engine
 DOCKER_SOCK="$STATE/docker/docker.sock"
 BASE_IMAGE="debian:bookworm-slim"
+# The base image's recipe (docker_base_image): bump it when the recipe changes, so
+# cached tarballs and imported images of an older recipe are made again.
+BASE_RECIPE="r2"
 IMAGE_PREFIX="localhost/meshscaler-e2e"
 
 docker_() { "$DOCKER" -H "unix://$DOCKER_SOCK" "$@"; }
@@ -134,8 +138,13 @@ docker_stop() {
 # trimmed like the official slim image, with the host's apt sources (so packages
 # installed in images are the versions the host has).
 docker_base_image() {
-  docker_ image inspect "$BASE_IMAGE" >/dev/null 2>&1 && return 0
-  local tarball="$CACHE/debian-bookworm-slim.tar"
+  [ "$(docker_ image inspect -f '{{index .Config.Labels "meshscaler.e2e.base"}}' "$BASE_IMAGE" 2>/dev/null)" = "$BASE_RECIPE" ] \
+    && return 0
+  local tarball="$CACHE/debian-bookworm-slim.$BASE_RECIPE.tar"
+  local old
+  for old in "$CACHE"/debian-bookworm-slim.*tar; do
+    [ "$old" = "$tarball" ] || rm -f "$old"
+  done
   if [ ! -f "$tarball" ]; then
     apt_install debootstrap
     local mirror root t0=$SECONDS
@@ -151,7 +160,8 @@ docker_base_image() {
     fi
     unmount_under "$root"
     rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
-      "$root"/var/cache/apt/*.bin "$root"/var/lib/apt/lists/* "$root"/var/log/*.log
+      "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
+      "$root"/var/log/*.log
     if [ -f /etc/apt/sources.list.d/debian.sources ]; then
       cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/debian.sources"
       rm -f "$root/etc/apt/sources.list"
@@ -161,15 +171,19 @@ docker_base_image() {
     rm -rf "$root"
     say "  base rootfs ready in $((SECONDS - t0)) s ($(du -h "$tarball" | cut -f1))"
   fi
-  docker_ import "$tarball" "$BASE_IMAGE" >/dev/null
+  docker_ import --change "LABEL meshscaler.e2e.base=$BASE_RECIPE" "$tarball" "$BASE_IMAGE" >/dev/null
 }
 
 # image_dockerfile NAME CONTEXT [BUILD-ARG...]: build CONTEXT/Dockerfile as
-# $IMAGE_PREFIX/NAME:HASH unless the saved image is cached; sets IMAGE_REF.
+# $IMAGE_PREFIX/NAME:HASH unless the saved image is cached; sets IMAGE_REF and
+# IMAGE_TAR. The hash covers CONTEXT, or the paths in IMAGE_HASH_PATHS when the
+# context holds more than the build reads.
 image_dockerfile() {
   local name="$1" ctx="$2" tag out
   shift 2
-  tag="$(tree_hash "$ctx")"
+  # The base image's recipe is part of what the image is made from.
+  # shellcheck disable=SC2086  # a list of paths
+  tag="$( { tree_hash ${IMAGE_HASH_PATHS:-$ctx}; echo "$BASE_RECIPE"; } | sha256sum | cut -c1-12)"
   IMAGE_REF="$IMAGE_PREFIX/$name:$tag"
   out="$CACHE/images/$name-$tag.tar"
   if [ ! -f "$out" ]; then
@@ -186,7 +200,21 @@ image_dockerfile() {
     docker_ save "$IMAGE_REF" -o "$out.tmp" && mv -f "$out.tmp" "$out"
     say "  built $IMAGE_REF in $((SECONDS - t0)) s ($(du -h "$out" | cut -f1) saved)"
   fi
+  IMAGE_TAR="$out"
   IMAGE_TARS+=("$out")
+}
+
+# image_meshscaler: the product's own image, from the repository's Dockerfile. Its
+# tag hashes what .dockerignore lets into the build; VERSION and REVISION become
+# its OCI labels (a new commit with the same sources reuses the cached image).
+image_meshscaler() {
+  local version revision
+  version="$(sed -n 's/^project(meshscaler VERSION \([0-9.]*\).*/\1/p' "$REPO/CMakeLists.txt")"
+  revision="$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)"
+  IMAGE_TARS=()
+  IMAGE_HASH_PATHS="$REPO/CMakeLists.txt $REPO/include $REPO/src $REPO/cmd $REPO/Dockerfile $REPO/.dockerignore" \
+    image_dockerfile meshscaler "$REPO" "VERSION=$version" "REVISION=$revision"
+  MESHSCALER_IMAGE="$IMAGE_REF"
 }
 
 # images_build: every image the local cluster runs; writes $STATE/images.env.
@@ -205,7 +233,7 @@ PAUSE_IMAGE=$PAUSE_IMAGE
 METRICS_SERVER_IMAGE=$METRICS_SERVER_IMAGE
 APP_IMAGE=$APP_IMAGE
 SIDECAR_IMAGE=$SIDECAR_IMAGE
-IMAGE_TARS="${IMAGE_TARS[*]}"
+IMAGE_TAR_LIST="${IMAGE_TARS[*]}"
 EOF
   # Keep the newest two builds of each image in the cache.
   local n
@@ -219,16 +247,17 @@ images_import() {
   # shellcheck disable=SC1091
   . "$STATE/images.env"
   local t0=$SECONDS tar
-  for tar in $IMAGE_TARS; do
+  for tar in $IMAGE_TAR_LIST; do
     ctr_ images import --platform linux/amd64 "$tar" >> "$LOGS/images-import.log" 2>&1 \
       || { tail -n 5 "$LOGS/images-import.log" >&2; die "ctr could not import $tar"; }
   done
-  say "imported $(echo "$IMAGE_TARS" | wc -w) images into the node in $((SECONDS - t0)) s"
+  say "imported $(echo "$IMAGE_TAR_LIST" | wc -w) images into the node in $((SECONDS - t0)) s"
 }
 
 # image_load TAR: import one more image (a test's own) into the running node.
 image_load() {
   [ $# -eq 1 ] && [ -f "$1" ] || die "usage: e2e/local image load FILE.tar (a docker save tarball)"
   is_running containerd || die "the node is not running"
-  ctr_ images import --platform linux/amd64 "$1"
+  ctr_ images import --platform linux/amd64 "$1" >> "$LOGS/images-import.log" 2>&1 \
+    || { tail -n 5 "$LOGS/images-import.log" >&2; die "ctr could not import $1"; }
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # e2e/lib/node.sh — the local cluster's one node, sourced by e2e/local.
 #
 # A real node on this machine: containerd 2.x (built from its Go module) with Debian's

@@ -1,5 +1,5 @@
 /*
- * status.h - the MeshAutoscaler `.status` (manifests/crd.yaml): built from
+ * status.h - the MeshAutoscaler `.status` (manifests/10-crd.yaml): built from
  * one sync's outcome and the previous status, compared with it so that an
  * unchanged sync writes nothing, turned into a JSON merge patch, and read
  * back after a restart to rebuild what it can of the engine's memory.

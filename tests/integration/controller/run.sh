@@ -3,7 +3,7 @@
 # real local control plane (kube-apiserver, etcd, kube-controller-manager) and
 # the real Prometheus of e2e/local. Metrics come from an exporter this script
 # serves and Prometheus scrapes; the live controller runs with the restricted
-# identity of manifests/rbac.yaml, so the ClusterRole is proven enough.
+# identity of manifests/20-rbac.yaml, so the ClusterRole is proven enough.
 #
 #   tests/integration/controller/run.sh              every test
 #   tests/integration/controller/run.sh scaling dryrun   only those (in order)
@@ -99,7 +99,7 @@ done
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 # --- shared set-up ------------------------------------------------------------------
-for m in crd namespace rbac; do
+for m in 00-namespace 10-crd 20-rbac; do
   k apply -f "$root/manifests/$m.yaml" >/dev/null || abort "apply manifests/$m.yaml"
 done
 k wait --for=condition=Established --timeout=30s crd/meshautoscalers.autoscaling.meshscaler.io >/dev/null ||

@@ -29,9 +29,36 @@ write_requests() {
   grep -E '^meshscaler_scales_total' <<<"$m" | awk '$NF + 0 > 0'
 }
 
+# lease_role NS ID : grant the restricted identity (meshscaler-system/meshscaler)
+# what the chart's leader-election Role grants in its release namespace, here in
+# NS for the Lease ID: create leases, get/update/patch only the one named ID. The
+# shipped ClusterRole has no Lease rights, so this also proves these are enough.
+lease_role() {
+  k apply -f - >/dev/null <<YAML
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: meshscaler-leader-election, namespace: $1}
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["create"]
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  resourceNames: ["$2"]
+  verbs: ["get", "update", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: meshscaler-leader-election, namespace: $1}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: meshscaler-leader-election}
+subjects: [{kind: ServiceAccount, name: meshscaler, namespace: meshscaler-system}]
+YAML
+}
+
 test_leader() {
   new_ns leader || { fail "leader: namespace"; return; }
   local ns="$NS" id="mse2e-leader-$$"
+  lease_role "$ns" "$id" || { fail "leader: the Lease Role"; return; }
   deployment "$ns" le 2
   set_and_wait test_load "$ns" le 20 || fail "leader: series not in Prometheus"
   mas_to le apps/v1 Deployment le | mas_apply "$ns"

@@ -18,7 +18,7 @@ failed=0
 ok() { passed=$((passed + 1)); echo "ok   $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
 
-k apply -f "$root/manifests/crd.yaml" >/dev/null || { echo "crd: apply failed"; echo "0 passed, 1 failed"; exit 1; }
+k apply -f "$root/manifests/10-crd.yaml" >/dev/null || { echo "crd: apply failed"; echo "0 passed, 1 failed"; exit 1; }
 k wait --for=condition=Established --timeout=30s crd/meshautoscalers.autoscaling.meshscaler.io >/dev/null
 # A namespace of its own per run: a deleted one lingers while it terminates.
 ns="crd-test-$$-$RANDOM"

@@ -119,6 +119,29 @@ static void holder(char *buf, size_t cap)
     it_kubectl(buf, cap, "-n meshscaler-system get lease %s -o jsonpath='{.spec.holderIdentity}'", lease);
 }
 
+/* The restricted identity's ClusterRole has no Lease rights: the chart's Role
+ * (manifests/20-rbac.yaml) lets it create leases in meshscaler-system and read
+ * and renew only the Lease "meshscaler". Grant the same for this test's own
+ * Lease name, so the test proves that shape is enough, and revoke it at exit. */
+static void revoke_lease_role(void)
+{
+    it_kubectl(NULL, 0, "-n meshscaler-system delete role,rolebinding %s --ignore-not-found >/dev/null", lease);
+}
+
+static bool grant_lease_role(void)
+{
+    if (it_kubectl(NULL, 0,
+                   "-n meshscaler-system create role %s --verb=get,update,patch "
+                   "--resource=leases.coordination.k8s.io --resource-name=%s >/dev/null",
+                   lease, lease) != 0)
+        return false;
+    atexit(revoke_lease_role);
+    return it_kubectl(NULL, 0,
+                      "-n meshscaler-system create rolebinding %s --role=%s "
+                      "--serviceaccount=meshscaler-system:meshscaler >/dev/null",
+                      lease, lease) == 0;
+}
+
 int main(void)
 {
     int first, second, third;
@@ -131,6 +154,8 @@ int main(void)
         return 77;
     }
     snprintf(lease, sizeof lease, "it-lease-%ld", (long)getpid());
+    if (!it_check(grant_lease_role(), "a Role for the test's Lease, like the chart's", NULL))
+        return it_done();
     spawn("cand-a");
     spawn("cand-b");
     t = it_now();

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# up.sh - a kind cluster running meshscaler from this repository, for the same
+# end-to-end suite as the local environment (tests/incluster/run.sh). Needs Docker,
+# kind, helm and kubectl; see e2e/kind/README.md.
+#
+#   e2e/kind/up.sh                 create (or reuse) the cluster and install everything
+#   source e2e/kind/.state/env     then: tests/incluster/run.sh
+#
+# Steps: kind create cluster (cluster.yaml); docker build the meshscaler image
+# (meshscaler:dev, the repository's Dockerfile) and the test workload's images
+# (localhost/meshscaler-e2e/app:dev and .../sidecar:dev, e2e/images/); kind load them;
+# Prometheus (prometheus.yaml); metrics-server (e2e/addons/metrics-server.yaml with the
+# upstream image and --kubelet-insecure-tls); the CRD and `helm install meshscaler
+# charts/meshscaler`; `helm test`; the environment for the suite in .state/env.
+#
+# Environment:
+#   KIND_CLUSTER_NAME       cluster name (meshscaler-e2e)
+#   KIND_NODE_IMAGE         node image for kind create cluster --image (kind's default)
+#   PROMETHEUS_IMAGE        Prometheus image (prometheus.yaml's)
+#   METRICS_SERVER_IMAGE    registry.k8s.io/metrics-server/metrics-server:v0.8.0
+#   MESHSCALER_KIND_STATE   where the kubeconfig and env go (e2e/kind/.state)
+#   SKIP_BUILD=1            reuse the images already in Docker
+# Re-running it on an existing cluster rebuilds, reloads and upgrades in place.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cluster="${KIND_CLUSTER_NAME:-meshscaler-e2e}"
+state="${MESHSCALER_KIND_STATE:-$here/.state}"
+kubeconfig="$state/kubeconfig"
+ms_image="meshscaler:dev"
+app_image="localhost/meshscaler-e2e/app:dev"
+sidecar_image="localhost/meshscaler-e2e/sidecar:dev"
+metrics_server_image="${METRICS_SERVER_IMAGE:-registry.k8s.io/metrics-server/metrics-server:v0.8.0}"
+prometheus_host_url="http://127.0.0.1:30090"
+
+say() { echo "[kind] $*" >&2; }
+die() { echo "[kind] error: $*" >&2; exit 1; }
+
+for tool in docker kind helm kubectl; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed (see e2e/kind/README.md)"
+done
+docker info >/dev/null 2>&1 || die "cannot talk to Docker (is the daemon running, may this user use it?)"
+
+k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+
+# wait_until SECONDS WHAT COMMAND... : retry COMMAND every 2 s until it succeeds.
+wait_until() {
+  local limit="$1" what="$2" start=$SECONDS
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS - start >= limit)); then die "$what: not after ${limit} s"; fi
+    sleep 2
+  done
+}
+
+mkdir -p "$state"
+t0=$SECONDS
+
+# --- the cluster ---------------------------------------------------------------
+if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
+  say "cluster $cluster exists; reusing it"
+else
+  say "creating cluster $cluster (cluster.yaml)"
+  create=(kind create cluster --name "$cluster" --config "$here/cluster.yaml" --wait 120s)
+  if [[ -n "${KIND_NODE_IMAGE:-}" ]]; then create+=(--image "$KIND_NODE_IMAGE"); fi
+  "${create[@]}"
+fi
+kind get kubeconfig --name "$cluster" >"$kubeconfig"
+chmod 600 "$kubeconfig"
+
+# --- images --------------------------------------------------------------------
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+  version="$(sed -nE 's/^project\(meshscaler VERSION ([0-9.]+).*/\1/p' "$repo/CMakeLists.txt")"
+  revision="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
+  say "building $ms_image (the repository's Dockerfile; a few minutes the first time)"
+  docker build -t "$ms_image" --build-arg "VERSION=$version" --build-arg "REVISION=$revision" "$repo"
+  say "building $app_image and $sidecar_image (e2e/images/)"
+  docker build -t "$app_image" "$repo/e2e/images/app"
+  docker build -t "$sidecar_image" "$repo/e2e/images/sidecar"
+fi
+for image in "$ms_image" "$app_image" "$sidecar_image"; do
+  say "loading $image into the nodes"
+  kind load docker-image "$image" --name "$cluster"
+done
+
+# --- Prometheus and metrics-server ---------------------------------------------
+say "installing Prometheus (e2e/kind/prometheus.yaml)"
+k apply -f "$here/prometheus.yaml" >/dev/null
+if [[ -n "${PROMETHEUS_IMAGE:-}" ]]; then
+  k -n monitoring set image deployment/prometheus "prometheus=$PROMETHEUS_IMAGE" >/dev/null
+fi
+# A changed ConfigMap is only read at start.
+k -n monitoring rollout restart deployment/prometheus >/dev/null
+k -n monitoring rollout status deployment/prometheus --timeout=180s >/dev/null ||
+  die "Prometheus did not become ready (kubectl -n monitoring describe pod)"
+wait_until 60 "Prometheus on $prometheus_host_url" curl -sf "$prometheus_host_url/-/ready"
+
+say "installing metrics-server ($metrics_server_image)"
+# kind's kubelets serve self-signed certificates, which metrics-server cannot verify
+# against the cluster CA the way it does in e2e/local.
+sed -e "s#@IMAGE@#$metrics_server_image#" \
+  -e 's#--kubelet-certificate-authority=.*#--kubelet-insecure-tls#' \
+  "$repo/e2e/addons/metrics-server.yaml" | k apply -f - >/dev/null
+k -n kube-system rollout status deployment/metrics-server --timeout=180s >/dev/null ||
+  die "metrics-server did not become ready"
+
+# --- meshscaler -----------------------------------------------------------------
+say "installing meshscaler (charts/meshscaler, image $ms_image)"
+# Helm installs crds/ only on the first install; apply it so a re-run upgrades it too.
+k apply -f "$repo/charts/meshscaler/crds/" >/dev/null
+existed=0
+helm --kubeconfig "$kubeconfig" status meshscaler --namespace meshscaler-system >/dev/null 2>&1 && existed=1
+helm --kubeconfig "$kubeconfig" upgrade --install meshscaler "$repo/charts/meshscaler" \
+  --namespace meshscaler-system --create-namespace \
+  --values "$here/values.yaml" \
+  --set image.repository=meshscaler \
+  --set image.tag=dev \
+  --set prometheus.url=http://prometheus.monitoring.svc:9090 \
+  --wait --timeout 5m
+if [[ $existed == 1 ]]; then
+  # The same image tag after a rebuild: restart so the pods run the new image.
+  k -n meshscaler-system rollout restart deployment/meshscaler >/dev/null
+  k -n meshscaler-system rollout status deployment/meshscaler --timeout=180s >/dev/null ||
+    die "the meshscaler Deployment did not become ready (kubectl -n meshscaler-system logs deployment/meshscaler)"
+fi
+helm --kubeconfig "$kubeconfig" test meshscaler --namespace meshscaler-system --logs ||
+  die "helm test failed"
+
+# --- the environment of the suite ---------------------------------------------
+cluster_ip="$(k -n monitoring get service prometheus -o 'jsonpath={.spec.clusterIP}')"
+cat >"$state/env" <<EOF
+# Written by e2e/kind/up.sh: source it, then run tests/incluster/run.sh.
+export KUBECONFIG=$kubeconfig
+export KUBECTL=$(command -v kubectl)
+export PROMETHEUS_URL=$prometheus_host_url
+export PROMETHEUS_CLUSTER_URL=http://$cluster_ip:9090
+export MESHSCALER_E2E_APP_IMAGE=$app_image
+export MESHSCALER_E2E_SIDECAR_IMAGE=$sidecar_image
+export MESHSCALER_IMAGE=$ms_image
+export MESHSCALER_KIND_CLUSTER=$cluster
+EOF
+say "up in $((SECONDS - t0)) s; the suite's environment is in $state/env:"
+cat "$state/env"
+echo
+echo "  source $state/env && $repo/tests/incluster/run.sh"
