@@ -107,6 +107,9 @@ static void to_config(const ms_controller_options_t *o, ms_controller_config_t *
     cfg->prom.tls.ca_file = o->prometheus_ca_file;
     cfg->prom.tls.insecure_skip_verify = o->prometheus_insecure_skip_verify;
     cfg->prom.timeout_ms = (long)(o->prometheus_timeout * 1000);
+    cfg->prom.max_body = o->prometheus_max_response_bytes;
+    cfg->round_max_bytes = o->prometheus_max_round_bytes;
+    cfg->round_timeout = o->prometheus_round_timeout;
     cfg->sync_period = o->sync_period;
     cfg->concurrent_syncs = o->concurrent_syncs;
     cfg->leader_elect = o->leader_elect;
@@ -114,7 +117,10 @@ static void to_config(const ms_controller_options_t *o, ms_controller_config_t *
     cfg->leader_election_namespace = o->leader_election_namespace;
     cfg->metrics_addr = o->metrics_bind_address;
     cfg->health_addr = o->health_probe_bind_address;
+    cfg->metrics_secure = o->metrics_secure;
+    cfg->metrics_cert_dir = o->metrics_cert_dir;
     cfg->dry_run = o->dry_run;
+    cfg->user_queries = o->user_queries;
     cfg->output = o->output == MS_OUTPUT_JSON ? MS_DRYRUN_JSON : MS_DRYRUN_TABLE;
     cfg->out = stdout;
 }

@@ -40,6 +40,14 @@ typedef struct {
     /* Prometheus: url and auth (copied); presets (workload label, window) */
     ms_prom_options_t prom;
     ms_prom_preset_options_t presets;
+    /* Who may run their own PromQL (metrics and guardrails): check each
+     * template with ms_prom_user_query_check(user_queries, ...) before
+     * expanding it. 0 (MS_USER_QUERIES_ALLOW): everything, as before. */
+    ms_user_queries_t user_queries;
+    /* A round's Prometheus tick: its deadline (0: the smaller of the sync
+     * period and 10 s) and the bytes of all its answers (0: 64 MiB). */
+    double round_timeout;
+    size_t round_max_bytes;
     /* The loop */
     double sync_period;       /* seconds; 0: 15. spec.syncPeriodSeconds overrides */
     int concurrent_syncs;     /* workers; 0: 4 */
@@ -52,6 +60,9 @@ typedef struct {
     /* Endpoints ("HOST:PORT", ":PORT", "0" off) */
     const char *metrics_addr; /* NULL: ":8080" */
     const char *health_addr;  /* NULL: ":8081" */
+    /* Secure metrics: HTTPS and TokenReview + SubjectAccessReview on /metrics */
+    bool metrics_secure;
+    const char *metrics_cert_dir; /* tls.crt, tls.key; NULL or "": self-signed */
     /* Dry-run: no writes of any kind; one line per decision on out */
     bool dry_run;
     ms_dryrun_format_t output;

@@ -25,6 +25,8 @@
  *   logFormat: json                    kubeApiBurst: 600
  *   logLevel: info                     dryRun: false
  *   output: table                      concurrentSyncs: 4
+ *   userQueries: namespaced
+ *   metricsSecure: true                metricsCertDir: /etc/meshscaler/metrics-tls
  *
  * Unknown or repeated keys are errors (a typo must not silently fall back to
  * a default). A list flag given on the command line replaces the file's
@@ -41,6 +43,7 @@
 
 #include "meshscaler/error.h"
 #include "meshscaler/log.h"
+#include "meshscaler/prom.h"
 
 typedef enum { MS_OUTPUT_TABLE = 0, MS_OUTPUT_JSON } ms_output_format_t;
 
@@ -72,6 +75,13 @@ typedef struct {
     char *prometheus_ca_file;
     bool prometheus_insecure_skip_verify;
     double prometheus_timeout; /* seconds, per query */
+    size_t prometheus_max_response_bytes; /* one answer; default 1 MiB */
+    size_t prometheus_max_round_bytes;    /* all answers of a round; default 64 MiB */
+    double prometheus_round_timeout;      /* a round's tick; 0: min(sync period, 10 s) */
+    /* --user-queries: who may run their own PromQL with these credentials
+     * (ms_prom_user_query_check()). Default MS_USER_QUERIES_ALLOW, for
+     * compatibility with earlier releases. */
+    ms_user_queries_t user_queries;
 
     /* The loop */
     double sync_period; /* seconds, 1..3600 */
@@ -87,6 +97,12 @@ typedef struct {
     /* Endpoints: "HOST:PORT", ":PORT", or "0" (off), as server.h takes them */
     char *metrics_bind_address;
     char *health_probe_bind_address;
+    /* --metrics-secure: /metrics over HTTPS, only for callers whose bearer
+     * token passes a TokenReview and a SubjectAccessReview (get /metrics).
+     * Off by default: the chart's ServiceMonitor and plain Prometheus
+     * set-ups scrape over HTTP. */
+    bool metrics_secure;
+    char *metrics_cert_dir; /* tls.crt + tls.key; NULL: a self-signed certificate */
 
     /* Logging */
     ms_log_format_t log_format;

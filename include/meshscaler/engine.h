@@ -88,6 +88,15 @@ typedef struct {
     double value;
 } ms_sample_t;
 
+/* How many pods a metric's value covers (SPEC.md section 2 step 3,
+ * "Partial observations"). The sidecar presets count the pods that
+ * reported; a user PromQL value cannot say. Zero-initialised means "not
+ * known", and then the missing-pods rule does not apply. */
+typedef struct {
+    bool known;
+    int32_t count; /* pods that reported; >= 0 when known */
+} ms_pods_t;
+
 typedef struct {
     ms_sample_t usage;
     ms_sample_t limit; /* missing: the spec's static limit, if any */
@@ -104,6 +113,12 @@ typedef struct {
     int32_t current_replicas; /* scale spec.replicas, >= 0 */
     int32_t ready_replicas;   /* >= 0; use current_replicas when unknown */
     ms_sample_t metrics[MS_MAX_METRICS];
+    /* metric_pods[i]: the pods metrics[i] covers, when known. A parallel
+     * array, not a field of ms_sample_t, because only metric values have a
+     * pod count (downstream, retry and saturation samples are totals). For
+     * Utilization and Value metrics[i] is the reporting pods' average, for
+     * AverageValue their total. */
+    ms_pods_t metric_pods[MS_MAX_METRICS];
     ms_downstream_obs_t downstreams[MS_MAX_DOWNSTREAMS];
     ms_sample_t retry_share;
     ms_saturation_obs_t saturation[MS_MAX_METRICS];
@@ -119,12 +134,20 @@ void ms_observation_init(ms_observation_t *obs);
 
 typedef struct {
     ms_sample_t value;     /* as observed */
+    ms_pods_t pods;        /* as observed: the pods value covers */
     ms_sample_t effective; /* after saturation and retry-storm corrections */
     bool has_replicas;     /* false when missing or not evaluated */
     int32_t replicas;      /* what this metric asks for */
-    double ratio;          /* effective / target (per replica for AverageValue) */
+    double ratio;          /* r: effective / target (per replica for AverageValue) */
     bool saturation_applied;
     bool retry_discount_applied;
+    /* Step 3's missing-pods rule: set when fewer pods reported than are
+     * ready and the target is Utilization or AverageValue. partial_value is
+     * v' (the effective value with the missing pods filled in; the
+     * effective value itself when r = 1), partial_ratio is r'. */
+    bool partial;
+    double partial_value;
+    double partial_ratio;
 } ms_metric_result_t;
 
 typedef struct {
@@ -167,7 +190,8 @@ typedef struct {
  * earlier than any time already in mem.
  * On success returns MS_OK, fills *out and updates *mem (recommendation,
  * scale event, failure count). Returns MS_ERR_INVALID, leaving *mem and *out
- * untouched, when obs has negative replica counts or a non-finite now. */
+ * untouched, when obs has negative replica counts, a known negative pod
+ * count or a non-finite now. */
 ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
                           const ms_observation_t *obs, ms_decision_t *out);
 

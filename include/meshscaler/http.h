@@ -49,6 +49,7 @@ typedef struct {
 } ms_http_options_t;
 
 typedef struct ms_http_client ms_http_client_t;
+typedef struct ms_http_response ms_http_response_t;
 
 /* Streaming sink: called with each chunk of the body as it arrives.
  * Return non-zero to abort the transfer (the call then fails with
@@ -63,13 +64,19 @@ typedef struct {
     const char *body; /* NULL: no body */
     size_t body_len;
     long timeout_ms;      /* whole transfer; 0: no limit (watches) */
-    long idle_timeout_ms; /* abort when no byte arrives for this long; 0: off */
+    long idle_timeout_ms; /* abort (MS_ERR_TIMEOUT) when no header or body byte
+                             arrives for this long, within about 1 s; 0: off */
     ms_http_sink_fn sink; /* when set, the body goes here, not to the response */
     void *sink_ctx;
     const atomic_bool *cancel; /* when it becomes true the transfer stops */
+    /* Batches only: called on the batch's thread as soon as this transfer
+     * ends (its response complete, err set), so the caller can use the body
+     * and free it (ms_http_response_cleanup) while the others go on. */
+    void (*on_done)(void *ctx, ms_http_response_t *resp);
+    void *done_ctx;
 } ms_http_request_t;
 
-typedef struct {
+struct ms_http_response {
     ms_err_t err;                 /* transport result: MS_OK when a status arrived */
     char error[MS_ERRBUF_SIZE];   /* one line naming the URL and the cause */
     long status;                  /* HTTP status, 0 if none; set as soon as the
@@ -80,7 +87,7 @@ typedef struct {
     long http_version;            /* 1, 2 */
     double total_seconds;
     long new_connections;         /* connections this transfer opened; 0: it reused one */
-} ms_http_response_t;
+};
 
 /* Once per process, before threads. Returns MS_ERR_IO if libcurl refuses. */
 ms_err_t ms_http_global_init(void);
@@ -99,7 +106,9 @@ void ms_http_response_cleanup(ms_http_response_t *resp);
 /* One blocking transfer. Returns resp->err: MS_OK when an HTTP status arrived
  * (any status: callers judge it), else MS_ERR_UNAVAILABLE (refused, DNS),
  * MS_ERR_TIMEOUT, MS_ERR_TLS, MS_ERR_TOOLARGE (body past its cap),
- * MS_ERR_CANCELLED, MS_ERR_IO (connection dropped mid-body and the rest). */
+ * MS_ERR_CANCELLED, MS_ERR_IO (connection dropped mid-body and the rest).
+ * After any of these errors the connection is closed, never reused. Every
+ * connection has TCP keepalive (first probe after 30 s idle, then every 10 s). */
 ms_err_t ms_http_do(ms_http_client_t *client, const ms_http_request_t *req,
                     ms_http_response_t *resp);
 
@@ -117,5 +126,10 @@ ms_err_t ms_http_batch_add(ms_http_batch_t *batch, const ms_http_request_t *req,
  * Returns MS_OK unless the batch itself failed (MS_ERR_NOMEM, MS_ERR_IO).
  * The batch is empty afterwards and can be reused. */
 ms_err_t ms_http_batch_run(ms_http_batch_t *batch);
+/* The same, but bounded: at `deadline` (monotonic seconds; 0: none) every
+ * transfer still running or not started ends with MS_ERR_TIMEOUT, and when
+ * *stop turns true (may be NULL) with MS_ERR_CANCELLED; each still gets its
+ * on_done. */
+ms_err_t ms_http_batch_run_until(ms_http_batch_t *batch, double deadline, const atomic_bool *stop);
 
 #endif

@@ -11,6 +11,17 @@
  * is diffed against the cache, so deletions made while the watch was down
  * arrive as DELETED notifications.
  *
+ * A watch that receives nothing (no event, no bookmark) for the idle timeout
+ * is taken for dead (a connection dropped silently, a hung server) and ended,
+ * then resumed like any other disconnect, on a new connection. The API
+ * server sends a watch that asked for bookmarks one about every minute, but
+ * only once its resource's resourceVersion moved past the watch's start (any
+ * change of that resource in the cluster, or etcd's progress reports): a
+ * watch on a resource nothing changes may get no bookmark for a while and
+ * is then restarted each idle timeout, a cheap request from the same
+ * resourceVersion (logged at info; silence after an event or a bookmark,
+ * a surely dead watch, is logged as a warning).
+ *
  * Threads: each informer runs one background thread. Notifications are
  * called on that thread, one at a time, with no lock held: a handler may call
  * ms_kube_informer_get() but must not block for long or free the informer.
@@ -65,11 +76,30 @@ ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_s
  * with that error. */
 typedef ms_err_t (*ms_kube_watch_fn)(void *ctx, ms_kube_event_type_t type, cJSON *object);
 
-/* Watch path from resourceVersion rv with bookmarks, for timeout_seconds on
- * the server side. Returns MS_OK when the server closed the watch normally,
- * MS_ERR_GONE for 410 (status or ERROR event; relist), MS_ERR_TOOLARGE for an
- * oversized line, MS_ERR_PARSE for a line that is not an event, MS_ERR_CANCELLED
- * when *cancel turned true, else the transport or status error. */
+/* Default idle timeout of a watch: a little over two bookmark intervals. */
+#define MS_KUBE_WATCH_IDLE_TIMEOUT 150
+
+/* How a watch is made; zero is the default of every member. */
+typedef struct {
+    const char *label_selector; /* NULL: everything */
+    long timeout_seconds;       /* server side (timeoutSeconds); 0: 300 */
+    long idle_timeout_seconds;  /* end the watch when no byte arrives for
+                                   this long; 0: MS_KUBE_WATCH_IDLE_TIMEOUT */
+    const atomic_bool *cancel;  /* the watch stops when it turns true; may be NULL */
+} ms_kube_watch_options_t;
+
+/* Watch path from resourceVersion rv with bookmarks (allowWatchBookmarks).
+ * Returns MS_OK when the server closed the watch normally, MS_ERR_GONE for
+ * 410 (status or ERROR event; relist), MS_ERR_TIMEOUT when nothing arrived
+ * for the idle timeout (*idle is then set to true; idle may be NULL), or
+ * the connection could not be made in time, MS_ERR_TOOLARGE for an
+ * oversized line, MS_ERR_PARSE for a line that is not an event,
+ * MS_ERR_CANCELLED when *cancel turned true, else the transport or status
+ * error. o may be NULL (all defaults). */
+ms_err_t ms_kube_watch_with(ms_kube_client_t *c, const char *path, const char *rv,
+                            const ms_kube_watch_options_t *o, ms_kube_watch_fn fn, void *ctx,
+                            bool *idle, ms_kube_error_t *kerr);
+/* ms_kube_watch_with() with the default idle timeout. */
 ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
                        const char *label_selector, long timeout_seconds, ms_kube_watch_fn fn,
                        void *ctx, const atomic_bool *cancel, ms_kube_error_t *kerr);
@@ -77,6 +107,11 @@ ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
 /* ---- the informer ---- */
 
 typedef enum { MS_KUBE_ADDED, MS_KUBE_UPDATED, MS_KUBE_DELETED } ms_kube_change_t;
+
+/* Called on every object before it enters the cache (after `keep` pruned it):
+ * it may change obj in place, e.g. fold a pod's conditions into one field.
+ * It must keep metadata.name, metadata.namespace and metadata.resourceVersion. */
+typedef void (*ms_kube_transform_fn)(void *ctx, cJSON *obj);
 
 /* obj: the new object (the last known one for DELETED); old: the previous
  * one for UPDATED, else NULL. Both borrowed for the call. */
@@ -88,9 +123,22 @@ typedef struct {
     const char *label_selector; /* NULL: everything */
     long page_size;             /* 0: 500 */
     long watch_timeout_seconds; /* 0: random in [300, 600) as client-go */
+    /* End a watch that received no byte (event or bookmark) for this long
+     * and resume it from the last resourceVersion, as after any disconnect
+     * (no relist unless the server answers 410). 0: MS_KUBE_WATCH_IDLE_TIMEOUT
+     * (150 s: bookmarks come about every 60 s, so a live watch is not ended;
+     * a dead one is noticed in 150 s plus the backoff). */
+    long watch_idle_timeout_seconds;
     double backoff_initial;     /* 0: 0.8 s */
     double backoff_max;         /* 0: 30 s */
     bool keep_managed_fields;   /* false: drop metadata.managedFields (memory) */
+    /* Only these members are cached, as dotted paths ("spec.replicas",
+     * "metadata.labels"), NULL-terminated; metadata.name, .namespace, .uid and
+     * .resourceVersion are always kept. NULL: the whole object. Like
+     * client-go's transform on a shared informer, it keeps a cache of
+     * thousands of workloads small. The array is copied. */
+    const char *const *keep;
+    ms_kube_transform_fn transform; /* may be NULL; runs after keep */
     ms_kube_notify_fn notify;   /* may be NULL */
     void *ctx;
 } ms_kube_informer_options_t;
@@ -103,6 +151,8 @@ typedef struct {
     unsigned long events;     /* ADDED/MODIFIED/DELETED received */
     unsigned long bookmarks;
     unsigned long errors;     /* failed lists and watches */
+    unsigned long idle_timeouts; /* watches ended by watch_idle_timeout_seconds */
+    double last_idle_timeout; /* monotonic time (ms_clock_monotonic) of the last one; 0: none */
     unsigned long notifications;
     size_t objects;
     char resource_version[64]; /* last seen */
@@ -124,6 +174,11 @@ void ms_kube_informer_free(ms_kube_informer_t *inf);
  * cluster-scoped objects); the caller owns it. NULL when absent. */
 cJSON *ms_kube_informer_get(ms_kube_informer_t *inf, const char *key);
 size_t ms_kube_informer_size(ms_kube_informer_t *inf);
+/* Call fn with the cached object with this key (NULL when absent) under the
+ * cache's read lock, without copying it: fn must be quick, must not call back
+ * into the informer, and must not keep obj. Returns whether the key was there. */
+bool ms_kube_informer_visit(ms_kube_informer_t *inf, const char *key,
+                            void (*fn)(void *ctx, const cJSON *obj), void *ctx);
 /* Call fn for every cached object under the cache's read lock: fn must not
  * call back into the informer. obj is borrowed. */
 void ms_kube_informer_foreach(ms_kube_informer_t *inf,

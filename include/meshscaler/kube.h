@@ -45,7 +45,7 @@ typedef struct {
     double qps;          /* 0: 5; negative: unlimited */
     int burst;           /* 0: 10 */
     long timeout_ms;     /* per request (not watches); 0: 30 s */
-    int max_retries;     /* retries after 429/Retry-After; 0: 10 (client-go) */
+    int max_retries;     /* retries after 429/Retry-After; 0: 10 (client-go); < 0: none */
     double token_reload_seconds; /* token files; 0: 60 */
     const char *user_agent;      /* NULL: meshscaler/<version> */
     const atomic_bool *cancel;   /* shutdown: ends waits and transfers */
@@ -76,6 +76,14 @@ const char *ms_kube_client_namespace(const ms_kube_client_t *c);
 void ms_kube_client_stats(const ms_kube_client_t *c, ms_kube_stats_t *out);
 /* The credential source (for tests and figures); borrowed. */
 ms_kube_cred_t *ms_kube_client_cred(ms_kube_client_t *c);
+
+/* Requests (not watches) made on the calling thread from now on end by this
+ * monotonic time: each gets only the time left as its timeout, a throttle or
+ * Retry-After wait that would pass it is not waited, and none is sent past
+ * it (MS_ERR_TIMEOUT, "deadline passed"). 0 clears it. The leader elector
+ * bounds each renewal so, and a worker each write by the lease's validity. */
+void ms_kube_deadline_set(double monotonic);
+double ms_kube_deadline(void);
 
 /* One request. path starts with "/" and may carry a query. body may be NULL.
  * On a 2xx with out non-NULL, *out is the parsed body (MS_ERR_PARSE if it is

@@ -4,6 +4,16 @@
  * 10 s, retry period 2 s, optimistic (resourceVersion) updates, and release
  * on shutdown so a successor does not wait out the lease.
  *
+ * One writer, always: every acquire and renew (a GET and a PUT) runs under a
+ * deadline (ms_kube_deadline_set): the last good renewal plus the renew
+ * deadline for a leader, so a slow or black-holed API server can never keep
+ * a renewal going past it (give the elector a client with max_retries < 0,
+ * so no Retry-After wait stretches it either). The elector keeps "valid
+ * until" on the monotonic clock: the start of the last successful renewal
+ * plus the lease duration minus a safety margin. No other candidate can take
+ * the lease before that instant, so a write sent before it, and bounded by
+ * it, cannot overlap a successor's term (ms_kube_elector_valid_until).
+ *
  * A candidate takes the lease when it is absent, released (no holder), or
  * has not changed for a lease duration as measured on the candidate's own
  * monotonic clock (never the holder's timestamps: clocks may be skewed). It
@@ -32,6 +42,7 @@ typedef struct {
     double lease_duration;  /* 0: 15 s */
     double renew_deadline;  /* 0: 10 s */
     double retry_period;    /* 0: 2 s */
+    double safety_margin;   /* subtracted from valid-until; 0: 2 s (must be < duration - deadline) */
     void (*on_started_leading)(void *ctx);
     void (*on_stopped_leading)(void *ctx);
     void (*on_new_leader)(void *ctx, const char *identity); /* "" when released */
@@ -47,6 +58,9 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
 /* Start campaigning on the elector's thread. MS_ERR_IO if it cannot start. */
 ms_err_t ms_kube_elector_start(ms_kube_elector_t *e);
 bool ms_kube_elector_is_leader(ms_kube_elector_t *e);
+/* The monotonic time until which this process may act as the leader: 0 when
+ * it is not the leader. Any thread. */
+double ms_kube_elector_valid_until(ms_kube_elector_t *e);
 /* Stop: a leader releases the lease (holder "" and duration 1 s), calls
  * on_stopped_leading, then the thread is joined. NULL does nothing. */
 void ms_kube_elector_free(ms_kube_elector_t *e);

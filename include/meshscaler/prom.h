@@ -157,7 +157,13 @@ typedef struct {
     long timeout_ms;          /* per query, whole transfer; 0: 10 000 */
     long connect_timeout_ms;  /* 0: 5 000 */
     size_t max_in_flight;     /* concurrent queries per ms_prom_run(); 0: 8 */
-    size_t max_body;          /* per response; 0: 32 MiB */
+    size_t max_body;          /* per response; 0: 1 MiB */
+    /* The circuit breaker: after this many runs in a row in which every query
+     * failed in transport (refused, timeout, TLS, dropped), runs send nothing
+     * and report UNAVAILABLE for a backoff (0: 3 runs; 5 s, doubling to 60 s
+     * while probes keep failing), then one run probes again. */
+    unsigned breaker_runs;
+    double breaker_backoff;
 } ms_prom_options_t;
 
 typedef struct ms_prom_client ms_prom_client_t;
@@ -176,17 +182,115 @@ typedef struct {
 } ms_prom_query_t;
 
 /* Run n queries, at most max_in_flight at a time, and fill each result
- * (any previous result is cleaned first). Returns MS_OK unless the batch
- * itself could not run (MS_ERR_NOMEM, MS_ERR_IO); per-query failures are in
- * each result's reason. */
+ * (any previous result is cleaned first). Each answer is decoded as soon as
+ * it arrives and its body freed, so a run holds at most max_in_flight bodies.
+ * Returns MS_OK unless the batch itself could not run (MS_ERR_NOMEM,
+ * MS_ERR_IO); per-query failures are in each result's reason. */
 ms_err_t ms_prom_run(ms_prom_client_t *client, ms_prom_query_t *queries, size_t n);
+
+typedef struct {
+    double deadline;           /* monotonic seconds: what is still running then ends as
+                                  TIMEOUT ("the round's deadline passed"); 0: none */
+    const atomic_bool *cancel; /* shutdown: what is running ends as CANCELLED; may be NULL */
+    size_t max_total_bytes;    /* all bodies of the run together; past it the rest ends
+                                  as TOO_LARGE; 0: no cap */
+} ms_prom_run_options_t;
+
+/* ms_prom_run, bounded in time and bytes (a round's tick). */
+ms_err_t ms_prom_run_bounded(ms_prom_client_t *client, ms_prom_query_t *queries, size_t n,
+                             const ms_prom_run_options_t *opts);
 
 /* Counters since the client was created (for status pages and benches). */
 typedef struct {
     unsigned long long queries;  /* requests sent */
     unsigned long long failures; /* results with a reason other than OK/NO_DATA */
     unsigned long long token_reads;
+    unsigned long long skipped;  /* queries not sent: the circuit breaker was open */
+    unsigned long long opened;   /* times the circuit breaker opened */
 } ms_prom_client_stats_t;
 void ms_prom_client_stats(ms_prom_client_t *client, ms_prom_client_stats_t *out);
+
+/* ---- who may read what: selectors of user PromQL ----
+ *
+ * A lexical scanner, not a parser: it follows Prometheus' lexer far enough
+ * to find every vector and matrix selector of an expression (or of a query
+ * template, before {{placeholder}} expansion) and report its label matchers,
+ * stepping over strings, comments, numbers, durations, [range] and subquery
+ * brackets, offset and @ modifiers, function names, keywords and the label
+ * lists of by, without, on, ignoring, group_left and group_right. A word
+ * that PromQL reads either way (a metric may be called `sum`, `by` or `or`)
+ * counts as a selector unless what precedes it makes it an operator or a
+ * modifier: when unsure the scanner reports a selector, never fewer.
+ * Reentrant; nothing is allocated. Pointers in what it reports point into
+ * the query and are valid while the query is. */
+
+typedef enum {
+    MS_PROM_MATCH_EQ = 0, /* =  */
+    MS_PROM_MATCH_NE,     /* != */
+    MS_PROM_MATCH_RE,     /* =~ */
+    MS_PROM_MATCH_NRE     /* !~ */
+} ms_prom_match_op_t;
+
+/* One label matcher as written (not NUL-terminated, escapes not decoded). */
+typedef struct {
+    const char *name;  /* an identifier, or a quoted label name with its quotes;
+                          "__name__" for a lone quoted metric name ({"a.b"}) */
+    size_t name_len;
+    ms_prom_match_op_t op;
+    const char *value; /* the string literal with its quotes */
+    size_t value_len;
+} ms_prom_matcher_t;
+
+/* Most label matchers one selector may have; more is a scan error. */
+#define MS_PROM_MAX_MATCHERS 32
+
+typedef struct {
+    size_t offset;      /* byte offset of the selector in the query */
+    size_t len;         /* its bytes: the metric name and/or {...}, no modifiers */
+    const char *metric; /* the metric name before the braces; NULL when none */
+    size_t metric_len;
+    ms_prom_matcher_t matchers[MS_PROM_MAX_MATCHERS];
+    size_t nmatchers;
+} ms_prom_selector_t;
+
+/* Called once per selector, in order; return false to stop the scan. The
+ * selector is borrowed for the call. */
+typedef bool (*ms_prom_selector_fn)(const ms_prom_selector_t *sel, void *ctx);
+
+/* Scan query and call fn (may be NULL) for each selector. MS_OK when the
+ * whole query was read or fn stopped the scan; MS_ERR_PARSE with a one-line
+ * reason naming a byte offset when the query cannot be read (an unclosed
+ * string, brace, bracket or parenthesis, a character PromQL does not allow,
+ * malformed label matchers) or holds nothing but blanks and comments. */
+ms_err_t ms_prom_selectors_scan(const char *query, ms_prom_selector_fn fn, void *ctx,
+                                char *errbuf, size_t errlen);
+
+/* --user-queries: who may run their own PromQL (spec.metrics[].prometheus.
+ * query and the guardrail queries) with the controller's Prometheus
+ * credentials. Presets are not user PromQL and always run. */
+typedef enum {
+    MS_USER_QUERIES_ALLOW = 0, /* anything (the default, for compatibility) */
+    MS_USER_QUERIES_NAMESPACED, /* only selectors restricted to the object's namespace */
+    MS_USER_QUERIES_DENY        /* none: presets only */
+} ms_user_queries_t;
+
+/* "allow", "namespaced" or "deny" into *out; MS_ERR_INVALID (and *out
+ * untouched) for anything else, NULL included. */
+ms_err_t ms_user_queries_parse(const char *text, ms_user_queries_t *out);
+/* "allow", "namespaced", "deny"; "unknown" outside the enum. Static. */
+const char *ms_user_queries_name(ms_user_queries_t policy);
+
+/* May a MeshAutoscaler run this query template under policy? ALLOW: always
+ * MS_OK. DENY: always MS_ERR_INVALID. NAMESPACED: MS_OK only when every
+ * selector has the equality matcher namespace="{{namespace}}" (any quotes;
+ * =~, != or a literal namespace do not count) and no function reads series
+ * its arguments did not select (info()); a query without selectors
+ * (vector(1)) passes. An unreadable or empty query is refused, as is a
+ * comment that ends at a lone carriage return (the template expander and
+ * Prometheus disagree on where it ends). Check the template, before
+ * expansion. A refusal is MS_ERR_INVALID (a spec error) with one line in
+ * errbuf naming the first offending selector and its byte offset. */
+ms_err_t ms_prom_user_query_check(ms_user_queries_t policy, const char *tmpl, char *errbuf,
+                                  size_t errlen);
 
 #endif

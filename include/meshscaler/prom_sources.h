@@ -154,6 +154,11 @@ void ms_prom_tick_free(ms_prom_tick_t *tick);
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *tick, ms_prom_client_t *client,
                           const ms_prom_object_t *objs, size_t n, double now,
                           ms_prom_object_obs_t *out);
+/* The same within bounds (prom.h: a deadline, a cancel flag, a byte budget
+ * for all answers): what is cut off is missing with its reason. NULL: none. */
+ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *tick, ms_prom_client_t *client,
+                                  const ms_prom_object_t *objs, size_t n, double now,
+                                  const ms_prom_run_options_t *bounds, ms_prom_object_obs_t *out);
 
 /* Figures of the last run. */
 void ms_prom_tick_stats(const ms_prom_tick_t *tick, ms_prom_tick_stats_t *out);

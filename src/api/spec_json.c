@@ -374,7 +374,7 @@ static ms_err_t read_fallback(const cJSON *j, ms_jpath_t *p, ms_fallback_spec_t 
 {
     static const char *const modes[] = {"Static", "CurrentIfHigher"};
     ms_err_t err = ms_json_object(j, p, errbuf, errlen);
-    int mode = 0;
+    int mode = (int)f->mode; /* the default from ms_spec_init(): CurrentIfHigher */
 
     if (err != MS_OK)
         return err;

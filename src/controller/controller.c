@@ -1,14 +1,12 @@
 /*
  * controller.c - the controller's lifecycle: build the clients, start the
- * informers (MeshAutoscalers, and HPAs for conflict detection), the work
- * queue and its workers, leader election and the HTTP server; run until
- * asked to stop; shut down in order.
+ * informers (MeshAutoscalers; HPAs for conflicts; Deployments, StatefulSets,
+ * ReplicaSets and pods, trimmed to what a round reads), the round thread, the
+ * workers, the event queue, leader election and the HTTP server; run until
+ * asked to stop; shut down in order. controller_internal.h tells the loop.
  *
- * Watch handlers only enqueue keys. A worker takes a ready key and, without
- * waiting, every other ready key up to MS__BATCH_MAX, and syncs them
- * together (reconcile.c), so objects that fall due at the same moment — the
- * sync timer aligns each object's next sync to a multiple of its period on
- * the wall clock — share one batched Prometheus tick.
+ * Watch handlers only mark objects due (a kick) and keep the indexes; they
+ * never sync.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,8 +16,23 @@
 #include <unistd.h>
 
 #include "controller_internal.h"
+#include "metrics_auth.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/log.h"
+
+/* /healthz fails when keys have been due and nothing progressed for this many
+ * sync periods, and at least LIVENESS_FLOOR seconds (a slow round under a
+ * Prometheus outage is not a wedged controller). */
+#define LIVENESS_PERIODS 3
+#define LIVENESS_FLOOR 60.0
+/* Events waiting to be written; more are dropped (and counted). */
+#define EVENT_QUEUE 1024
+/* Objects whose status patch may wait to be written, and the threads writing. */
+#define STATUS_QUEUE 16384
+#define STATUS_WRITERS 8
+/* The lease's validity must reach past the moment a write is sent by this
+ * much, or the write waits for the next renewal. */
+#define WRITE_MIN_VALIDITY 0.5
 
 static char *dup_or_null(const char *s)
 {
@@ -40,7 +53,31 @@ bool ms__controller_may_act(ms_controller_t *c)
     return c->elector == NULL || ms_kube_elector_is_leader(c->elector);
 }
 
-/* ---- watch handlers: enqueue keys only ---- */
+bool ms__may_write(ms_controller_t *c, const char *kind)
+{
+    double until, now;
+
+    if (c->cfg.dry_run)
+        return false;
+    if (c->elector == NULL)
+        return true;
+    until = ms_kube_elector_valid_until(c->elector);
+    now = ms_clock_monotonic();
+    if (until - now < WRITE_MIN_VALIDITY) {
+        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
+        MS_LOG_DEBUG("write dropped: the lease is not valid long enough", MS_S("kind", kind),
+                     MS_D("valid_for", until - now));
+        return false;
+    }
+    /* The request itself ends by the lease's end: it cannot land in a
+     * successor's term from this side (lease.h). */
+    ms_kube_deadline_set(until);
+    return true;
+}
+
+static bool may_send_event(void *ctx) { return ms__may_write(ctx, "event"); }
+
+/* ---- watch handlers: mark due, keep the indexes ---- */
 
 static long long generation(const cJSON *obj)
 {
@@ -56,81 +93,71 @@ static const cJSON *annotations(const cJSON *obj)
                                             "annotations");
 }
 
-static void enqueue_namespace_of(ms_controller_t *c, const cJSON *obj);
+static const char *uid_of(const cJSON *obj)
+{
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid");
+
+    return cJSON_IsString(u) ? u->valuestring : "";
+}
+
+static void kick_key(void *ctx, const char *key) { ms__kick(ctx, key); }
 
 /* A MeshAutoscaler changed. Status-only updates (ours, mostly) are not
- * worth a sync: the timer brings the next one. Spec (generation) and
- * annotation (pausing) changes are acted on at once. */
+ * worth a sync: the grid brings the next one. New objects, spec
+ * (generation) and annotation (pausing) changes are acted on at once, and so
+ * are the autoscalers whose conflict with this one may have come or gone. */
 static void on_mas(void *ctx, ms_kube_change_t change, const cJSON *obj, const cJSON *old)
 {
     ms_controller_t *c = ctx;
     char key[MS__KEY_MAX];
+    ms__object_t *o;
 
     if (!ms_kube_object_key(obj, key, sizeof key))
         return;
+    if (c->target_index != NULL) {
+        if (old != NULL)
+            ms__target_index_each_mas(c->target_index, old, kick_key, c);
+        ms__target_index_update(c->target_index, obj, false, change == MS_KUBE_DELETED);
+        ms__target_index_each_mas(c->target_index, obj, kick_key, c);
+    }
     if (change == MS_KUBE_UPDATED && old != NULL && generation(obj) == generation(old) &&
         cJSON_Compare(annotations(obj), annotations(old), true))
         return;
-    ms_workqueue_add(c->queue, key);
-    /* (Before the first sync every key is queued anyway.) */
-    if (atomic_load(&c->ready) && (change != MS_KUBE_UPDATED || generation(obj) != generation(old)))
-        enqueue_namespace_of(c, obj); /* its neighbours may (no longer) conflict with it */
+    pthread_mutex_lock(&c->objects.lock);
+    if (change == MS_KUBE_DELETED) {
+        o = ms__objects_get_locked(&c->objects, key, NULL);
+        if (o != NULL)
+            o->deleted = true;
+    } else {
+        o = ms__objects_get_locked(&c->objects, key, uid_of(obj));
+        o->deleted = false;
+    }
+    pthread_mutex_unlock(&c->objects.lock);
+    ms__kick(c, key);
 }
 
-typedef struct {
-    ms_controller_t *c;
-    const char *ns;
-} ns_walk_t;
-
-static void enqueue_in_namespace(void *ctx, const char *key, const cJSON *obj)
-{
-    ns_walk_t *w = ctx;
-    size_t n = strlen(w->ns);
-
-    (void)obj;
-    if (strncmp(key, w->ns, n) == 0 && key[n] == '/')
-        ms_workqueue_add(w->c->queue, key);
-}
-
-/* Resync every MeshAutoscaler in obj's namespace. Called on the informers'
- * threads: foreach takes the MeshAutoscaler cache's read lock, which the
- * MeshAutoscaler informer's own notifications do not hold. */
-static void enqueue_namespace_of(ms_controller_t *c, const cJSON *obj)
-{
-    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "namespace");
-    ns_walk_t w = {c, NULL};
-
-    if (!cJSON_IsString(ns))
-        return;
-    w.ns = ns->valuestring;
-    ms_kube_informer_foreach(c->mas, enqueue_in_namespace, &w);
-}
-
-/* An HPA appeared, changed or went away: resync the MeshAutoscalers of its
- * namespace, so a conflict is reported, or cleared, without waiting. */
+/* An HPA appeared, changed or went away: the MeshAutoscalers on its target
+ * learn at once that they now conflict, or no longer do. */
 static void on_hpa(void *ctx, ms_kube_change_t change, const cJSON *obj, const cJSON *old)
-{
-    (void)change;
-    (void)old;
-    enqueue_namespace_of(ctx, obj);
-}
-
-static void enqueue_all(void *ctx, const char *key, const cJSON *obj)
 {
     ms_controller_t *c = ctx;
 
-    (void)obj;
-    ms_workqueue_add(c->queue, key);
+    if (old != NULL)
+        ms__target_index_each_mas(c->target_index, old, kick_key, c);
+    ms__target_index_update(c->target_index, obj, true, change == MS_KUBE_DELETED);
+    ms__target_index_each_mas(c->target_index, obj, kick_key, c);
 }
 
 static void on_started_leading(void *ctx)
 {
     ms_controller_t *c = ctx;
 
-    /* Everything is due: a new leader acts at once, with memory rebuilt
-     * from status where this process has none. */
-    ms_kube_informer_foreach(c->mas, enqueue_all, c);
+    /* Wake the round thread: it makes everything due for a new leader. */
+    pthread_mutex_lock(&c->round_lock);
+    c->kicked = true;
+    pthread_cond_signal(&c->round_cond);
+    pthread_mutex_unlock(&c->round_lock);
 }
 
 static void on_stopped_leading(void *ctx)
@@ -145,28 +172,14 @@ static void *worker(void *arg)
 {
     ms__worker_t *w = arg;
     ms_controller_t *c = w->c;
-    char *keys[MS__BATCH_MAX];
+    char *key;
 
-    for (;;) {
-        size_t n = 0;
-
-        if (!ms_workqueue_get(c->queue, &keys[n]))
-            break;
-        n = 1;
-        /* Take whatever else is ready now, up to a batch: due together,
-         * synced together, one Prometheus tick. With more due objects than
-         * a batch holds, the other workers take the next batches. */
-        while (n < MS__BATCH_MAX && ms_workqueue_try_get(c->queue, &keys[n]))
-            n++;
-        if (ms__controller_may_act(c)) {
-            ms__reconcile_batch(c, w->kube, keys, n);
-        } else {
-            /* Not the leader: drop the keys. on_started_leading re-adds all. */
-        }
-        for (size_t i = 0; i < n; i++) {
-            ms_workqueue_done(c->queue, keys[i]);
-            free(keys[i]);
-        }
+    while (ms_workqueue_get(c->queue, &key)) {
+        ms_kube_deadline_set(0);
+        ms__sync_key(c, key);
+        ms_kube_deadline_set(0);
+        ms_workqueue_done(c->queue, key);
+        free(key);
     }
     return NULL;
 }
@@ -218,36 +231,48 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     atomic_init(&c->ready, false);
     atomic_init(&c->alive, true);
     atomic_init(&c->cancel, false);
+    atomic_init(&c->prom_cancel, false);
+    atomic_init(&c->progress, 0);
+    atomic_init(&c->due_since, 0);
     pthread_mutex_init(&c->out_lock, NULL);
-    pthread_mutex_init(&c->prom_lock, NULL);
+    pthread_mutex_init(&c->round_lock, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->round_cond, &ca);
+        pthread_condattr_destroy(&ca);
+    }
     ms__objects_init(&c->objects);
 
     ko.kubeconfig = c->s_kubeconfig;
     ko.context = c->s_context;
     if (ms_kube_config_load(&ko, &c->kcfg, errbuf, errlen) != MS_OK)
         goto fail;
+    if (cfg->metrics_secure && (c->metrics_auth = ms__metrics_authorizer_new(
+                                    c->kcfg, cfg->metrics_cert_dir, errbuf, errlen)) == NULL)
+        goto fail;
+    /* One client for the informers, the workers and the events: one rate
+     * limiter, so --kube-api-qps means what it says. */
     co.qps = cfg->kube_qps != 0 ? cfg->kube_qps : 300;
     co.burst = cfg->kube_burst > 0 ? cfg->kube_burst : 600;
     co.cancel = &c->cancel;
-    if ((c->kube = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL ||
-        (c->kube_hpa = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL ||
-        (c->kube_lease = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL ||
-        (c->kube_events = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
+    if ((c->kube = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
         goto fail;
-    /* The workers share the request budget: each gets its part of it. */
+    /* The elector's own: never retried past the renew deadline, which bounds
+     * every request it makes; not cancelled at shutdown, so the release of
+     * the lease still goes out (within its own bound). */
+    co.max_retries = -1;
+    co.cancel = NULL;
+    if ((c->kube_lease = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
+        goto fail;
     c->workers = calloc((size_t)c->cfg.concurrent_syncs, sizeof *c->workers);
     if (c->workers == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (co.qps > 0)
-        co.qps /= c->cfg.concurrent_syncs;
-    co.burst = co.burst / c->cfg.concurrent_syncs > 0 ? co.burst / c->cfg.concurrent_syncs : 1;
-    for (int i = 0; i < c->cfg.concurrent_syncs; i++) {
+    for (int i = 0; i < c->cfg.concurrent_syncs; i++)
         c->workers[i].c = c;
-        if ((c->workers[i].kube = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
-            goto fail;
-    }
     c->s_lease_ns = dup_or_null(cfg->leader_election_namespace
                                     ? cfg->leader_election_namespace
                                     : ms_kube_client_namespace(c->kube));
@@ -259,13 +284,16 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     c->cfg.presets.workload_label = c->s_workload_label;
     c->cfg.presets.rate_window = c->s_rate_window;
     {
-        /* Refuse a bad workload label or rate window now, not at the first sync. */
+        /* Refuse a bad workload label or rate window now, not at the first round. */
         ms_prom_tick_t *probe = ms_prom_tick_new(&c->cfg.presets, errbuf, errlen);
         if (probe == NULL)
             goto fail;
         ms_prom_tick_free(probe);
     }
     c->queue = ms_workqueue_new(NULL);
+    c->pod_index = ms__pod_index_new();
+    if (!c->cfg.dry_run)
+        c->target_index = ms__target_index_new();
     if ((c->metrics = ms_metrics_new()) == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
         goto fail;
@@ -277,12 +305,11 @@ fail:
     return NULL;
 }
 
-static ms_kube_informer_t *start_informer(ms_controller_t *c, ms_kube_client_t *kube,
-                                          const char *api_version,
-                                          const char *plural, ms_kube_notify_fn fn, char *errbuf,
-                                          size_t errlen)
+static ms_kube_informer_t *start_informer(ms_controller_t *c, const char *api_version,
+                                          const char *plural, const ms_kube_informer_options_t *base,
+                                          char *errbuf, size_t errlen)
 {
-    ms_kube_informer_options_t io = {0};
+    ms_kube_informer_options_t io = *base;
     ms_kube_informer_t *inf;
     char path[512];
 
@@ -293,9 +320,7 @@ static ms_kube_informer_t *start_informer(ms_controller_t *c, ms_kube_client_t *
         return NULL;
     }
     io.path = path;
-    io.notify = fn;
-    io.ctx = c;
-    if ((inf = ms_kube_informer_new(kube, &io)) == NULL) {
+    if ((inf = ms_kube_informer_new(c->kube, &io)) == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -305,6 +330,57 @@ static ms_kube_informer_t *start_informer(ms_controller_t *c, ms_kube_client_t *
         return NULL;
     }
     return inf;
+}
+
+/* Every informer the loop reads. Workloads and pods are trimmed to the few
+ * fields a round uses: 10,000 Deployments cost megabytes, not hundreds. */
+static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
+{
+    static const char *const workload_plurals[3] = {"deployments", "statefulsets", "replicasets"};
+    static const char *const workload_keep[] = {"spec.replicas", "spec.selector", "status.replicas", NULL};
+    static const char *const pod_keep[] = {"metadata.labels", "metadata.deletionTimestamp",
+                                           "status.conditions", NULL};
+    static const char *const hpa_keep[] = {"spec.scaleTargetRef", NULL};
+    ms_kube_informer_options_t o = {0};
+
+    if (!c->cfg.dry_run) {
+        o.notify = on_hpa;
+        o.ctx = c;
+        o.keep = hpa_keep;
+        if ((c->hpa = start_informer(c, "autoscaling/v2", "horizontalpodautoscalers", &o, errbuf,
+                                     errlen)) == NULL)
+            return MS_ERR_IO;
+    }
+    memset(&o, 0, sizeof o);
+    o.keep = workload_keep;
+    for (int i = 0; i < 3; i++)
+        if ((c->workloads[i] = start_informer(c, "apps/v1", workload_plurals[i], &o, errbuf, errlen)) ==
+            NULL)
+            return MS_ERR_IO;
+    memset(&o, 0, sizeof o);
+    o.keep = pod_keep;
+    o.transform = ms__pod_transform;
+    o.notify = ms__pod_index_notify;
+    o.ctx = c->pod_index;
+    if ((c->pods = start_informer(c, "v1", "pods", &o, errbuf, errlen)) == NULL)
+        return MS_ERR_IO;
+    memset(&o, 0, sizeof o);
+    o.notify = on_mas;
+    o.ctx = c;
+    if ((c->mas = start_informer(c, MS__MAS_API_VERSION, MS__MAS_PLURAL, &o, errbuf, errlen)) == NULL)
+        return MS_ERR_IO;
+    return MS_OK;
+}
+
+static bool caches_synced(ms_controller_t *c)
+{
+    ms_kube_informer_t *all[] = {c->mas, c->hpa, c->workloads[0], c->workloads[1], c->workloads[2],
+                                 c->pods};
+
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i] != NULL && !ms_kube_informer_wait_synced(all[i], 0.05))
+            return false;
+    return true;
 }
 
 static ms_err_t start_elector(ms_controller_t *c, char *errbuf, size_t errlen)
@@ -332,11 +408,53 @@ static bool should_stop(ms_controller_t *c, const atomic_bool *stop)
     return atomic_load(&c->stopping) || (stop != NULL && atomic_load(stop));
 }
 
+/* /healthz: false when keys have waited and nothing moved for too long. */
+static void check_liveness(ms_controller_t *c, double now)
+{
+    double since = (double)atomic_load(&c->due_since) / 1000.0;
+    double progress = (double)atomic_load(&c->progress) / 1000.0;
+    double limit = LIVENESS_PERIODS * c->cfg.sync_period;
+    bool alive;
+
+    if (limit < LIVENESS_FLOOR)
+        limit = LIVENESS_FLOOR;
+    alive = since == 0 || now - (progress > since ? progress : since) < limit;
+    if (atomic_load(&c->alive) && !alive)
+        MS_LOG_ERROR("no progress while objects are due: /healthz fails",
+                     MS_D("seconds", now - (progress > since ? progress : since)));
+    atomic_store(&c->alive, alive);
+}
+
+static ms_err_t start_workers(ms_controller_t *c, char *errbuf, size_t errlen)
+{
+    int started = 0;
+
+    for (int i = 0; i < c->cfg.concurrent_syncs; i++) {
+        if (pthread_create(&c->workers[i].thread, NULL, worker, &c->workers[i]) != 0)
+            break;
+        c->workers[i].started = true;
+        started++;
+    }
+    if (started == 0 || pthread_create(&c->round_thread, NULL, ms__round_main, c) != 0)
+        return ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start workers");
+    c->round_started = true;
+    return MS_OK;
+}
+
+static void stop_round_thread(ms_controller_t *c)
+{
+    pthread_mutex_lock(&c->round_lock);
+    pthread_cond_broadcast(&c->round_cond);
+    pthread_mutex_unlock(&c->round_lock);
+    if (c->round_started)
+        pthread_join(c->round_thread, NULL);
+    c->round_started = false;
+}
+
 ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *errbuf,
                            size_t errlen)
 {
     ms_server_options_t so = {0};
-    int nthreads = 0;
     ms_err_t err = MS_OK;
     bool synced = false;
     double last_gauges = 0, started = ms_clock_monotonic();
@@ -346,22 +464,16 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
     so.metrics = c->metrics;
     so.ready = &c->ready;
     so.alive = &c->alive;
+    ms__metrics_authorizer_apply(c->metrics_auth, &so); /* NULL: plain /metrics */
     if ((c->server = ms_server_start(&so, errbuf, errlen)) == NULL)
         return MS_ERR_IO;
-    if (!c->cfg.dry_run) {
-        c->recorder = ms_kube_recorder_new(c->kube_events, "meshscaler", c->cfg.identity);
-        c->hpa = start_informer(c, c->kube_hpa, "autoscaling/v2", "horizontalpodautoscalers", on_hpa, errbuf,
-                                errlen);
-        if (c->hpa == NULL) {
-            err = MS_ERR_IO;
-            goto out;
-        }
-    }
-    if ((c->mas = start_informer(c, c->kube, MS__MAS_API_VERSION, MS__MAS_PLURAL, on_mas, errbuf,
-                                 errlen)) == NULL) {
-        err = MS_ERR_IO;
+    if (!c->cfg.dry_run)
+        c->recorder = ms_kube_recorder_new(c->kube, "meshscaler", c->cfg.identity);
+    c->events = ms__event_queue_new(c->recorder, EVENT_QUEUE, may_send_event, c);
+    if (!c->cfg.dry_run)
+        c->status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
+    if ((err = start_informers(c, errbuf, errlen)) != MS_OK)
         goto out;
-    }
     if (c->cfg.leader_elect && c->cfg.dry_run)
         MS_LOG_INFO("dry-run takes no lease: --leader-elect ignored");
     if (c->cfg.leader_elect && !c->cfg.dry_run &&
@@ -376,31 +488,27 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
     while (!should_stop(c, stop)) {
         double now = ms_clock_monotonic();
 
-        if (!synced && ms_kube_informer_wait_synced(c->mas, 0.1) &&
-            (c->hpa == NULL || ms_kube_informer_wait_synced(c->hpa, 0.1))) {
-            /* Workers start once the caches are complete (client-go's
-             * WaitForCacheSync), so the first sync of every object sees every
-             * HPA; the informers' ADDED notifications queued every key. */
+        if (!synced && caches_synced(c)) {
+            /* The round thread starts once every cache is complete
+             * (client-go's WaitForCacheSync), so the first round of every
+             * object sees every HPA, workload and pod; the informers' ADDED
+             * notifications made every object due. */
             synced = true;
             MS_LOG_INFO("caches synced", MS_I("objects", (long long)ms_kube_informer_size(c->mas)),
+                        MS_I("pods", (long long)ms_kube_informer_size(c->pods)),
                         MS_D("seconds", now - started));
-            for (int i = 0; i < c->cfg.concurrent_syncs; i++) {
-                if (pthread_create(&c->workers[i].thread, NULL, worker, &c->workers[i]) != 0)
-                    break;
-                c->workers[i].started = true;
-                nthreads++;
-            }
-            if (nthreads == 0) {
-                err = ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start workers");
+            if ((err = start_workers(c, errbuf, errlen)) != MS_OK)
                 goto out;
-            }
+            atomic_store(&c->progress, (uint_fast64_t)(now * 1000));
             atomic_store(&c->ready, true);
         }
         if (now - last_gauges >= 1) {
             ms__metrics_refresh(c);
+            if (synced)
+                check_liveness(c, now);
             last_gauges = now;
         }
-        if (synced) {
+        {
             struct timespec ts = {0, 100 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
@@ -408,6 +516,10 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
     MS_LOG_INFO("shutting down", MS_D("deadline_seconds", c->cfg.shutdown_timeout));
 out:
     atomic_store(&c->ready, false);
+    atomic_store(&c->stopping, true);
+    /* No new round; a round in flight ends its queries now (prom_cancel). */
+    atomic_store(&c->prom_cancel, true);
+    stop_round_thread(c);
     if (!ms_workqueue_shutdown_with_drain(c->queue, c->cfg.shutdown_timeout)) {
         MS_LOG_WARN("in-flight syncs did not finish in time: cancelling their requests");
         atomic_store(&c->cancel, true);
@@ -417,14 +529,25 @@ out:
             pthread_join(c->workers[i].thread, NULL);
         c->workers[i].started = false;
     }
-    /* Workers are done: nothing writes any more, so the lease can go. */
+    /* Workers are done; statuses and events still queued get a moment, then
+     * the lease goes. */
+    ms__status_writer_free(c->status_writer, 2);
+    c->status_writer = NULL;
+    ms__event_queue_free(c->events, 2);
+    c->events = NULL;
     ms_kube_elector_free(c->elector);
     c->elector = NULL;
-    atomic_store(&c->cancel, true);
+    atomic_store(&c->cancel, true); /* the informers' watches end now */
     ms_kube_informer_free(c->mas);
     c->mas = NULL;
     ms_kube_informer_free(c->hpa);
     c->hpa = NULL;
+    for (int i = 0; i < 3; i++) {
+        ms_kube_informer_free(c->workloads[i]);
+        c->workloads[i] = NULL;
+    }
+    ms_kube_informer_free(c->pods);
+    c->pods = NULL;
     ms_server_stop(c->server);
     c->server = NULL;
     if (err == MS_OK)
@@ -449,20 +572,20 @@ void ms_controller_free(ms_controller_t *c)
     if (c == NULL)
         return;
     ms_kube_recorder_free(c->recorder);
+    ms__metrics_authorizer_free(c->metrics_auth);
     ms_workqueue_free(c->queue);
     ms_metrics_free(c->metrics);
     ms_prom_client_free(c->prom);
-    for (int i = 0; c->workers != NULL && i < c->cfg.concurrent_syncs; i++)
-        ms_kube_client_free(c->workers[i].kube);
     free(c->workers);
-    ms_kube_client_free(c->kube_events);
     ms_kube_client_free(c->kube_lease);
-    ms_kube_client_free(c->kube_hpa);
     ms_kube_client_free(c->kube);
     ms_kube_config_free(c->kcfg);
     ms__objects_cleanup(&c->objects);
+    ms__pod_index_free(c->pod_index);
+    ms__target_index_free(c->target_index);
     pthread_mutex_destroy(&c->out_lock);
-    pthread_mutex_destroy(&c->prom_lock);
+    pthread_mutex_destroy(&c->round_lock);
+    pthread_cond_destroy(&c->round_cond);
     free(c->s_kubeconfig);
     free(c->s_context);
     free(c->s_namespace);

@@ -1,7 +1,21 @@
 /*
- * controller_internal.h - what controller.c (lifecycle, threads) shares with
- * reconcile.c (one sync of a batch of keys) and objects.c (per-object
- * state). Internal to src/controller.
+ * controller_internal.h - what the controller's files share. Internal to
+ * src/controller.
+ *
+ * The loop, in one paragraph (docs/ARCHITECTURE.md draws it). Informers keep
+ * caches of MeshAutoscalers, HPAs, the built-in workload kinds and pods; their
+ * handlers only mark objects due and keep two indexes (targets.c: pods per
+ * namespace, autoscalers per target). One round thread (round.c) wakes when
+ * objects fall due: it reads every due object from the caches, runs ONE
+ * Prometheus tick for all of them, and hands each object's observation to the
+ * workers through the work queue. A worker (reconcile.c) decides with the
+ * engine, writes the scale only while the lease is valid, and reports
+ * (report.c: status, events through the async queue of events.c, metrics).
+ * Workers never touch Prometheus and never wait on each other.
+ *
+ * Time: the engine, every deadline and every schedule use the monotonic clock
+ * (read once per round); wall time only dates what users see (status,
+ * events) and converts status times back when memory is restored.
  */
 #ifndef MESHSCALER_CONTROLLER_INTERNAL_H
 #define MESHSCALER_CONTROLLER_INTERNAL_H
@@ -15,57 +29,219 @@
 #include "meshscaler/informer.h"
 #include "meshscaler/kube.h"
 #include "meshscaler/kube_events.h"
+#include "meshscaler/labels.h"
 #include "meshscaler/lease.h"
 #include "meshscaler/metrics.h"
 #include "meshscaler/pause.h"
-#include "meshscaler/prom_sources.h"
-#include "meshscaler/spec.h"
 #include "meshscaler/prom.h"
+#include "meshscaler/prom_sources.h"
 #include "meshscaler/server.h"
+#include "meshscaler/spec.h"
+#include "meshscaler/strmap.h"
 #include "meshscaler/workqueue.h"
 
 #define MS__MAS_API_VERSION "autoscaling.meshscaler.io/v1alpha1"
 #define MS__MAS_KIND "MeshAutoscaler"
 #define MS__MAS_PLURAL "meshautoscalers"
 #define MS__KEY_MAX 320 /* namespace (63) + "/" + name (253) */
-#define MS__BATCH_MAX 64 /* keys one worker syncs with one Prometheus tick */
 
-/* What the controller remembers about one MeshAutoscaler between syncs.
- * Keyed by "namespace/name", valid for one uid: a re-created object (new
- * uid) starts fresh, a deleted one is freed. Only the worker that holds the
- * key (the work queue guarantees one at a time) reads or writes an entry;
- * the table's lock guards only lookup, insertion and removal. */
+/* ---- parsed specs ---- */
+
+/* A MeshAutoscaler's spec parsed once per generation and shared, read-only,
+ * by the round that observes with it and the worker that decides with it.
+ * Reference-counted: whoever holds a pointer holds a reference. */
+typedef struct {
+    atomic_int refs;
+    long long generation;
+    bool ok;                      /* spec is valid; else problem says why */
+    ms_spec_t spec;
+    char problem[MS_ERRBUF_SIZE];
+    bool needs_pods;              /* ms__spec_needs_pods(&spec) */
+} ms__spec_ref_t;
+
+/* Parse spec_json (the object's .spec) into a new reference (count 1), and
+ * check every user PromQL template against the --user-queries policy.
+ * Never NULL (allocation failure aborts); an invalid spec or a refused query
+ * gives ok=false with the reason. */
+ms__spec_ref_t *ms__spec_ref_new(const cJSON *spec_json, long long generation,
+                                 ms_user_queries_t policy);
+ms__spec_ref_t *ms__spec_ref_retain(ms__spec_ref_t *r);
+/* NULL does nothing. */
+void ms__spec_ref_release(ms__spec_ref_t *r);
+
+/* ---- rounds ---- */
+
+typedef enum {
+    MS__ENTRY_GONE = 0,  /* deleted: the worker frees nothing, the round thread did */
+    MS__ENTRY_INVALID,   /* spec error: condition + event, no hot retry */
+    MS__ENTRY_NO_SCALE,  /* the target's scale is unknown (missing, GET failed) */
+    MS__ENTRY_OBSERVED   /* observed: ready to decide */
+} ms__entry_stage_t;
+
+/* What a round knows of one object's target. */
+typedef struct {
+    bool known;               /* scale below is valid */
+    bool cached;              /* from a workload informer (a built-in kind) */
+    ms_kube_scale_t scale;    /* replicas, resourceVersion (selector only for other kinds) */
+    bool pods_ok;             /* pods were counted */
+    int32_t ready_pods;
+} ms__target_t;
+
+/* One object of a round. The strings are owned by the entry; spec is a
+ * reference. */
+typedef struct {
+    char key[MS__KEY_MAX];
+    char ns[64];                 /* the namespace part of key */
+    char uid[64];
+    ms__entry_stage_t stage;
+    ms__spec_ref_t *spec;        /* NULL for GONE */
+    ms__target_t target;
+    char *pod_regex;             /* owned; NULL when pods were not needed or not counted */
+    char problem[MS_ERRBUF_SIZE];
+    bool transient;              /* NO_SCALE: worth a retry before the next period */
+    ms_prom_object_obs_t obs;    /* OBSERVED; details borrowed from the round's tick */
+} ms__round_entry_t;
+
+/* Objects due together and what one Prometheus tick said of them. The
+ * round thread makes it; each worker that syncs one of its entries holds a
+ * reference until it is done. */
+typedef struct {
+    atomic_int refs;
+    double now;                  /* monotonic: the engine's clock for this round */
+    double wall;                 /* the wall clock at the same instant */
+    size_t n;
+    ms__round_entry_t *entries;
+    ms_prom_tick_t *tick;        /* owns the detail strings of entries[].obs */
+} ms__round_t;
+
+ms__round_t *ms__round_retain(ms__round_t *r);
+void ms__round_release(ms__round_t *r);
+
+/* ---- per-object state ---- */
+
+/* What the controller remembers about one MeshAutoscaler, keyed by
+ * "namespace/name" and valid for one uid (a re-created object starts fresh).
+ * Three owners, by field group:
+ *   - the table's lock guards `due`, `kicked`, `pending*`, `busy`, `deleted`
+ *     and `scale_hint`: handlers, the round thread and workers meet there;
+ *   - the round thread alone reads and writes the planning cache;
+ *   - the worker holding the key (the queue never gives one key to two)
+ *     alone reads and writes the sync memory.
+ * Only the round thread frees an object, and only when no worker holds it. */
 typedef struct ms__object {
     char key[MS__KEY_MAX];
     char uid[64];
-    bool memory_ready;        /* rebuilt from status, or started empty */
+
+    /* guarded by the table's lock */
+    double due;                /* monotonic time of the next sync; 0: now */
+    bool deleted;              /* gone from the cache: free at the next round */
+    bool busy;                 /* a worker syncs it now */
+    ms__round_t *pending;      /* a round entry waiting for a worker, or NULL */
+    size_t pending_index;
+    ms_kube_scale_t scale_hint; /* other kinds: the last /scale a worker read */
+    bool has_scale_hint;
+    unsigned failures;         /* consecutive transient failures (backoff) */
+
+    /* the round thread's planning cache */
+    ms__spec_ref_t *spec;      /* for the object's current generation */
+    char selector_rv[64];      /* workload resourceVersion the selector was compiled at */
+    char selector_text[MS_LABEL_SELECTOR_MAX / 4];
+    ms_label_selector_t *selector;
+    unsigned long pods_generation; /* namespace pod generation the counts were made at */
+    int32_t ready_pods;
+    char *pod_regex;           /* owned; NULL: not computed */
+
+    /* the sync memory (the worker holding the key) */
+    bool memory_ready;         /* rebuilt from status, or started empty */
     ms_engine_memory_t memory;
-    double last_now;          /* the engine's clock never goes back */
-    double last_scale_time;   /* wall seconds; 0: never */
-    char last_warning[64];    /* reason of the last Warning event, "" none */
-    char target_kind[64];     /* for the per-object gauges' labels */
-    bool reason_reported;     /* last_reason has a series in /metrics */
+    double last_scale_time;    /* wall seconds; 0: never */
+    char last_warning[64];     /* reason of the last Warning event, "" none */
+    bool reason_reported;      /* last_reason has a series in /metrics */
     ms_reason_t last_reason;
     long long series_generation; /* spec generation the per-metric series were made for */
-    struct ms__object *next;
+    unsigned char condition_reported[8]; /* per condition type: 1 + the status index with a series; 0: none */
 } ms__object_t;
 
 typedef struct {
     pthread_mutex_t lock;
-    ms__object_t *head;
-    size_t count;
+    ms_strmap_t map; /* key -> ms__object_t* */
 } ms__objects_t;
 
 void ms__objects_init(ms__objects_t *t);
+/* Frees every object (nothing may run). */
 void ms__objects_cleanup(ms__objects_t *t);
-/* The entry for key, made fresh when absent or when uid differs (re-created
- * object). Never NULL (allocation failure aborts). */
-ms__object_t *ms__objects_get(ms__objects_t *t, const char *key, const char *uid);
-/* Forget key (deleted object); true when there was an entry. */
-bool ms__objects_remove(ms__objects_t *t, const char *key);
-size_t ms__objects_count(ms__objects_t *t);
+/* Under t->lock: the object with key, created (due now) when absent or made
+ * fresh when uid differs; never NULL. uid NULL: only find (may return NULL). */
+ms__object_t *ms__objects_get_locked(ms__objects_t *t, const char *key, const char *uid);
+/* Under t->lock: remove and free (the round thread, when no worker holds it). */
+void ms__objects_free_locked(ms__objects_t *t, ms__object_t *o);
 
-/* Metric family ids. */
+/* ---- indexes kept by the informer handlers (targets.c) ---- */
+
+/* Pods per namespace: name, labels and readiness, with a generation per
+ * namespace that moves whenever one of its pods does, so a round recounts
+ * an object's pods only when something changed. */
+typedef struct ms__pod_index ms__pod_index_t;
+ms__pod_index_t *ms__pod_index_new(void);
+void ms__pod_index_free(ms__pod_index_t *x);
+/* The pod informer's handler and transform (ctx: the index). */
+void ms__pod_index_notify(void *ctx, ms_kube_change_t change, const cJSON *obj, const cJSON *old);
+void ms__pod_transform(void *ctx, cJSON *pod);
+/* The namespace's generation (0 when it has no pod yet). */
+unsigned long ms__pod_index_generation(ms__pod_index_t *x, const char *ns);
+/* Count the Ready pods of ns the selector picks, and their names as a
+ * {{podRegex}} value (sorted; *regex NULL when want_regex is false). */
+void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
+                         bool want_regex, int32_t *ready, char **regex);
+
+/* Autoscalers per target workload (namespace, API group, kind, name): the
+ * HPAs and live MeshAutoscalers that name it, for O(1) conflict lookups. */
+typedef struct ms__target_index ms__target_index_t;
+ms__target_index_t *ms__target_index_new(void);
+void ms__target_index_free(ms__target_index_t *x);
+/* Record or forget an autoscaler (an HPA when is_hpa) from its object. */
+void ms__target_index_update(ms__target_index_t *x, const cJSON *obj, bool is_hpa, bool deleted);
+/* Another autoscaler than self_key that scales the same target: true, and
+ * who[whocap] names it ("HorizontalPodAutoscaler shop/api"). */
+bool ms__target_index_conflict(ms__target_index_t *x, const char *self_key, const char *ns,
+                               const char *api_version, const char *kind, const char *name,
+                               char *who, size_t whocap);
+/* Call fn for every MeshAutoscaler that names the same target as obj (an HPA
+ * or MeshAutoscaler object), e.g. to resync them when an HPA comes or goes. */
+void ms__target_index_each_mas(ms__target_index_t *x, const cJSON *obj,
+                               void (*fn)(void *ctx, const char *key), void *ctx);
+
+/* ---- events, sent off the sync path (events.c) ---- */
+
+typedef struct ms__event_queue ms__event_queue_t;
+/* A bounded queue (capacity entries; the same pending event is queued once)
+ * and its sending thread. may_send(ctx) is asked right before each Event is
+ * written (the lease). NULL recorder: everything is dropped (dry-run). */
+ms__event_queue_t *ms__event_queue_new(ms_kube_recorder_t *recorder, size_t capacity,
+                                       bool (*may_send)(void *ctx), void *ctx);
+/* Stop the thread after sending what is queued, for at most `drain` seconds. */
+void ms__event_queue_free(ms__event_queue_t *q, double drain);
+void ms__event_queue_push(ms__event_queue_t *q, const ms_kube_object_ref_t *ref, const char *type,
+                          const char *reason, const char *message, double wall);
+/* Events dropped because the queue was full or the lease was not valid. */
+unsigned long ms__event_queue_dropped(ms__event_queue_t *q);
+unsigned long ms__event_queue_sent(ms__event_queue_t *q);
+
+/* ---- status patches, written off the sync path (writer.c) ---- */
+
+typedef struct ms__status_writer ms__status_writer_t;
+/* `threads` writers of a queue of at most `capacity` objects, one pending
+ * patch each (a newer one replaces it). */
+ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size_t capacity);
+/* Stop after writing what is queued, for at most `drain` seconds. NULL does nothing. */
+void ms__status_writer_free(ms__status_writer_t *w, double drain);
+/* Queue the merge patch `status` (the value of {"status": ...}; owned by the
+ * queue from now on) of ns/name. False when it was dropped (queue full). */
+bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *name, cJSON *status);
+size_t ms__status_writer_pending(ms__status_writer_t *w);
+
+/* ---- metrics ---- */
+
 typedef struct {
     int decisions;       /* counter {reason} */
     int scales;          /* counter {namespace, name, direction} */
@@ -75,7 +251,10 @@ typedef struct {
     int sync_errors;     /* counter {reason} */
     int prom_queries;    /* counter: queries sent */
     int prom_failures;   /* counter: queries not OK */
-    int prom_seconds;    /* histogram: one batched tick */
+    int prom_seconds;    /* histogram: one round's Prometheus tick */
+    int round_objects;   /* gauge: objects in the last round */
+    int round_seconds;   /* histogram: a round's planning and observing (its tick included) */
+    int sync_lateness;   /* histogram: how long after its due time an object's round began */
     int kube_requests;   /* counter {operation, code} */
     int kube_seconds;    /* histogram {operation} */
     int leader;          /* gauge */
@@ -84,7 +263,9 @@ typedef struct {
     int objects;         /* gauge */
     int client_requests; /* counter {verb}: every request of the client (informers, lease too) */
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
-    /* Per object, removed with it (gone() in reconcile.c): */
+    int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
+    int events_dropped;  /* counter: events the full queue or an invalid lease dropped */
+    /* Per object, removed with it: */
     int metric_value;    /* gauge {namespace, name, metric}: effective value */
     int metric_target;   /* gauge {namespace, name, metric} */
     int metric_desired;  /* gauge {namespace, name, metric}: replicas it asks for */
@@ -94,15 +275,15 @@ typedef struct {
     int last_reason;     /* gauge {namespace, name, reason}: 1 for the last decision's */
 } ms__families_t;
 
-/* One worker thread and the API client only it uses. libcurl does not
- * support one shared connection cache used by concurrent threads
- * (CURL_LOCK_DATA_CONNECT), and http.h shares one per client, so every
- * thread that makes requests gets a client of its own. */
+/* ---- the controller ---- */
+
+/* One worker thread. Workers share the controller's API client (http.h: a
+ * client hands each concurrent request an easy handle of its own, so one
+ * client and its rate limiter serve every worker). */
 typedef struct {
     ms_controller_t *c;
     pthread_t thread;
     bool started;
-    ms_kube_client_t *kube;
 } ms__worker_t;
 
 struct ms_controller {
@@ -111,72 +292,84 @@ struct ms_controller {
         *s_metrics, *s_health, *s_workload_label, *s_rate_window;
 
     ms_kube_config_t *kcfg;
-    ms_kube_client_t *kube;        /* the MeshAutoscaler informer's */
-    ms_kube_client_t *kube_hpa;    /* the HPA informer's */
-    ms_kube_client_t *kube_lease;  /* the elector's */
-    ms_kube_client_t *kube_events; /* the recorder's (it serialises its requests) */
+    ms_kube_client_t *kube;        /* informers and workers: one rate limit, as --kube-api-qps says */
+    ms_kube_client_t *kube_lease;  /* the elector's: bounded, no retries (lease.h) */
+    ms_kube_client_t *kube_events; /* the event queue's */
     ms__worker_t *workers;         /* cfg.concurrent_syncs of them */
-    ms_prom_client_t *prom;
-    pthread_mutex_t prom_lock;     /* one Prometheus tick at a time (see ms__worker_t) */
+    ms_prom_client_t *prom;        /* the round thread's only */
     ms_workqueue_t *queue;
     ms_kube_informer_t *mas;
-    ms_kube_informer_t *hpa; /* NULL in dry-run (conflicts do not stop a dry run) */
-    ms_kube_recorder_t *recorder; /* NULL in dry-run */
-    ms_kube_elector_t *elector;   /* NULL without --leader-elect */
+    ms_kube_informer_t *hpa;       /* NULL in dry-run (conflicts do not stop a dry run) */
+    ms_kube_informer_t *workloads[3]; /* apps/v1 deployments, statefulsets, replicasets */
+    ms_kube_informer_t *pods;
+    ms__pod_index_t *pod_index;
+    ms__target_index_t *target_index;
+    ms_kube_recorder_t *recorder;  /* NULL in dry-run */
+    ms__event_queue_t *events;
+    ms__status_writer_t *status_writer; /* NULL in dry-run */
+    ms_kube_elector_t *elector;    /* NULL without --leader-elect */
     ms_metrics_t *metrics;
     ms__families_t fam;
-    ms_kube_stats_t last_stats; /* what refresh_gauges() already counted */
+    ms_kube_stats_t last_stats;    /* what ms__metrics_refresh() already counted */
+    unsigned long last_events_dropped;
     ms_server_t *server;
+    struct ms__metrics_authorizer *metrics_auth; /* --metrics-secure; NULL when off */
     ms__objects_t objects;
+
+    /* the round thread */
+    pthread_t round_thread;
+    bool round_started;
+    pthread_mutex_t round_lock;    /* with round_cond: wakes the round thread */
+    pthread_cond_t round_cond;
+    bool kicked;                   /* objects became due now */
+    bool was_leader;
+    atomic_uint_fast64_t progress; /* monotonic ms of the last finished round or sync */
+    atomic_uint_fast64_t due_since; /* monotonic ms since keys have been waiting; 0: none */
 
     atomic_bool stopping;
     atomic_bool ready;
     atomic_bool alive;
-    atomic_bool cancel; /* ends the clients' waits at the very end */
+    atomic_bool cancel;      /* ends the API client's waits and requests at shutdown */
+    atomic_bool prom_cancel; /* ends a round's Prometheus queries at shutdown */
 
     pthread_mutex_t out_lock; /* one dry-run line at a time */
     bool header_done;
 };
 
+/* Whether this process may act now (no election, or the leader). */
+bool ms__controller_may_act(ms_controller_t *c);
+/* Whether a write may go out now: no election, or a lease held and valid
+ * (on the monotonic clock) for the write's time. Counts a dropped write by
+ * kind ("scale", "status", "event") when not. */
+bool ms__may_write(ms_controller_t *c, const char *kind);
+/* Mark an object due now and wake the round thread. */
+void ms__kick(ms_controller_t *c, const char *key);
 
 /* ---- one object's sync (reconcile.c, report.c) ---- */
 
-typedef enum {
-    MS__SYNC_GONE = 0,   /* not in the cache: state freed */
-    MS__SYNC_INVALID,    /* spec error: condition + event, no hot retry */
-    MS__SYNC_NO_SCALE,   /* the target's scale could not be read */
-    MS__SYNC_OBSERVE,    /* ready for the Prometheus tick */
-    MS__SYNC_DECIDED     /* decided (and applied or not) */
-} ms__sync_stage_t;
-
 typedef struct {
     const char *key;
-    ms_kube_client_t *kube; /* the worker's client */
-    ms__sync_stage_t stage;
+    ms__round_entry_t *entry;    /* borrowed from the round */
+    const ms__round_t *round;
     double started;              /* monotonic */
     cJSON *obj;                  /* owned: a deep copy from the cache */
     const char *ns, *name, *uid; /* borrowed from obj */
     long long generation;
     ms__object_t *state;
-    double period;               /* seconds until the next sync */
+    ms__entry_stage_t stage;
 
-    ms_spec_t spec;
+    const ms_spec_t *spec;       /* borrowed from entry->spec */
     char problem[MS_ERRBUF_SIZE]; /* spec, scale or conflict detail */
     ms_pause_t pause;
     ms_kube_ref_t ref;           /* target; strings borrowed from spec */
     ms_kube_scale_t scale;
-    ms_kube_error_t kerr;        /* scale GET failure */
-    bool transient;              /* the failure is worth a backoff retry */
+    bool transient;              /* the failure is worth a retry before the next period */
 
-    bool need_pods;
-    bool pods_ok;
-    int32_t ready_pods;
-    char *pod_regex;             /* owned */
-    ms_prom_object_obs_t *obs;   /* owned; NULL until observed */
+    ms_prom_object_obs_t *obs;   /* borrowed from the entry; NULL unless OBSERVED */
 
     /* decision */
-    double now;                  /* the engine's clock: wall seconds, never backwards */
-    double wall;
+    double now;                  /* the engine's clock: the round's monotonic time */
+    double wall;                 /* the round's wall time (status, events) */
     ms_decision_t d;
     int32_t desired;             /* after pausing */
     ms_pause_effect_t pause_effect;
@@ -185,6 +378,7 @@ typedef struct {
     bool may_write;              /* no dry-run, pause or conflict stops it */
     bool applied;                /* a scale update was written */
     bool write_failed;
+    bool write_dropped;          /* the lease was not valid: nothing written, retried soon */
     ms_kube_error_t write_err;
     char explanation[1024];
 } ms__item_t;
@@ -209,26 +403,26 @@ void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *n
 /* Leader, queue, cache gauges and the clients' request counters. */
 void ms__metrics_refresh(ms_controller_t *c);
 
-/* Whether this process may act now (no election, or the leader). */
-bool ms__controller_may_act(ms_controller_t *c);
+/* The round thread (round.c). */
+void *ms__round_main(void *arg);
 
-/* Sync keys[0..n) (each handed out by the queue to this worker): read the
- * cache, scale, one Prometheus tick for all of them, decide, apply, report,
- * and schedule each key's next sync. */
-void ms__reconcile_batch(ms_controller_t *c, ms_kube_client_t *kube, char *const *keys, size_t n);
+/* Sync the key the queue handed this worker (reconcile.c). */
+void ms__sync_key(ms_controller_t *c, const char *key);
 
-/* ---- pure helpers of reconcile.c (unit-tested) ---- */
+/* ---- pure helpers (unit-tested) ---- */
 
-/* Seconds from wall until the object's next sync: the next multiple of
- * period on the wall clock (so objects with one period fall due together
- * and share a Prometheus tick), pushed one period on when that is closer
+/* Seconds from now until the object's next sync: the next multiple of
+ * period on the monotonic clock (so objects with one period fall due
+ * together and share a round), pushed one period on when that is closer
  * than a fifth of a period. */
-double ms__next_sync_delay(double period, double wall);
+double ms__next_sync_delay(double period, double now);
 
-/* Whether a sync must list the target's pods: a query uses {{podRegex}}, or
- * a metric target counts ready replicas (Utilization, Value). */
+/* Whether a sync needs the target's pods: a query uses {{podRegex}}, or a
+ * metric target counts ready replicas (Utilization, Value). */
 bool ms__spec_needs_pods(const ms_spec_t *s);
 
-/* Wall-clock seconds (unix) and monotonic seconds. */
+/* Whether an apps/v1 kind is cached by a workload informer: its index in
+ * c->workloads, or -1. */
+int ms__workload_kind(const char *api_version, const char *kind);
 
 #endif

@@ -67,6 +67,7 @@ void ms__metrics_declare(ms_controller_t *c)
     static const char *const op[] = {"operation"};
     static const char *const op_code[] = {"operation", "code"};
     static const double sync_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    static const double lateness_buckets[] = {0.1, 0.5, 1, 2.5, 5, 10, 15, 30, 60};
     ms_metrics_t *m = c->metrics;
     ms__families_t *f = &c->fam;
 
@@ -92,8 +93,27 @@ void ms__metrics_declare(ms_controller_t *c)
                                          NULL, 0);
     f->prom_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM,
                                         "meshscaler_prometheus_tick_duration_seconds",
-                                        "Time of one batched Prometheus tick (all its queries).",
+                                        "Time of one round's Prometheus tick (all its queries).",
                                         NULL, 0, sync_buckets, 11);
+    f->round_objects = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_round_objects",
+                                         "Objects observed together in the last round.", NULL, 0,
+                                         NULL, 0);
+    f->round_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM, "meshscaler_round_duration_seconds",
+                                         "Time to read a round's objects from the caches and "
+                                         "observe them (its Prometheus tick included).",
+                                         NULL, 0, sync_buckets, 11);
+    f->sync_lateness = ms_metrics_family(m, MS_METRIC_HISTOGRAM, "meshscaler_sync_lateness_seconds",
+                                         "How long after its due time an object's round began "
+                                         "(a sync later than its period missed it).",
+                                         NULL, 0, lateness_buckets, 9);
+    f->writes_dropped = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_writes_dropped_total",
+                                          "Writes not sent because the lease was not valid long "
+                                          "enough, by kind (scale, status, event).",
+                                          (const char *const[]){"kind"}, 1, NULL, 0);
+    f->events_dropped = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_events_dropped_total",
+                                          "Events not written: the queue was full, the lease not "
+                                          "valid, or the API refused them.",
+                                          NULL, 0, NULL, 0);
     f->kube_requests = ms_metrics_family(m, MS_METRIC_COUNTER,
                                          "meshscaler_kube_requests_total",
                                          "Kubernetes API calls made by reconcile, by result code.",
@@ -145,11 +165,7 @@ static void sum_stats(ms_controller_t *c, ms_kube_stats_t *sum)
 {
     memset(sum, 0, sizeof *sum);
     add_stats(sum, c->kube);
-    add_stats(sum, c->kube_hpa);
     add_stats(sum, c->kube_lease);
-    add_stats(sum, c->kube_events);
-    for (int i = 0; c->workers != NULL && i < c->cfg.concurrent_syncs; i++)
-        add_stats(sum, c->workers[i].kube);
 }
 
 /* The clients' own counters, as deltas since the last call. */
@@ -184,6 +200,12 @@ void ms__metrics_refresh(ms_controller_t *c)
     ms_metrics_set(c->metrics, c->fam.queue_depth, NULL, (double)ms_workqueue_len(c->queue));
     ms_metrics_set(c->metrics, c->fam.queue_delayed, NULL,
                    (double)ms_workqueue_delayed_len(c->queue));
-    ms_metrics_set(c->metrics, c->fam.objects, NULL, (double)ms_kube_informer_size(c->mas));
+    ms_metrics_set(c->metrics, c->fam.objects, NULL,
+                   c->mas != NULL ? (double)ms_kube_informer_size(c->mas) : 0);
+    if (c->events != NULL) {
+        unsigned long dropped = ms__event_queue_dropped(c->events);
+        ms_metrics_add(c->metrics, c->fam.events_dropped, NULL, (double)(dropped - c->last_events_dropped));
+        c->last_events_dropped = dropped;
+    }
     client_counters(c);
 }

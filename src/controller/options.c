@@ -43,6 +43,8 @@
 
 #define DEFAULT_SYNC_PERIOD 15.0
 #define DEFAULT_PROM_TIMEOUT 10.0
+#define DEFAULT_PROM_MAX_RESPONSE (1u << 20)
+#define DEFAULT_PROM_MAX_ROUND (64u << 20)
 #define DEFAULT_CONCURRENT_SYNCS 4
 #define MAX_CONFIG_BYTES (1u << 20)
 #define MAX_STRING 4096 /* longest accepted string value */
@@ -62,6 +64,8 @@ typedef enum {
     K_LOG_FORMAT,
     K_LOG_LEVEL,
     K_OUTPUT,
+    K_USER_QUERIES, /* allow, namespaced or deny */
+    K_BYTES,    /* a byte count, "1048576", "512Ki", "16Mi", "1Gi": [min, max] */
     K_HEADER    /* "Name: value", repeatable */
 } kind_t;
 
@@ -95,6 +99,20 @@ static const option_t options[] = {
      OFF(prometheus_insecure_skip_verify), 0, 0, NULL},
     {"prometheus-timeout", "prometheusTimeout", K_DURATION, OFF(prometheus_timeout), 0.001, 600,
      "1ms..10m"},
+    /* A round's Prometheus work is bounded in time and bytes (one hung or
+     * flooding Prometheus must not stall every object): 1 MiB per answer
+     * (about 1,900 objects of one preset kind), 64 MiB for all answers of a
+     * round, and by default the smaller of the sync period and 10 s. */
+    {"prometheus-max-response-bytes", "prometheusMaxResponseBytes", K_BYTES,
+     OFF(prometheus_max_response_bytes), 65536, 1073741824.0, "64Ki..1Gi"},
+    {"prometheus-max-round-bytes", "prometheusMaxRoundBytes", K_BYTES,
+     OFF(prometheus_max_round_bytes), 1048576, 4294967296.0, "1Mi..4Gi"},
+    {"prometheus-round-timeout", "prometheusRoundTimeout", K_DURATION,
+     OFF(prometheus_round_timeout), 0.1, 3600, "100ms..1h"},
+    /* Default allow: earlier releases ran every query, and an upgrade must
+     * not start refusing objects that work. Multi-tenant clusters want
+     * namespaced (docs/controller.md, "Who may read what"). */
+    {"user-queries", "userQueries", K_USER_QUERIES, 0, 0, 0, NULL},
     {"sync-period", "syncPeriod", K_DURATION, OFF(sync_period), 1, 3600, "1s..1h"},
     {"concurrent-syncs", "concurrentSyncs", K_INT, OFF(concurrent_syncs), 1, 256, "1..256"},
     {"dry-run", "dryRun", K_BOOL, OFF(dry_run), 0, 0, NULL},
@@ -107,6 +125,14 @@ static const option_t options[] = {
      NULL},
     {"health-probe-bind-address", "healthProbeBindAddress", K_ADDRESS,
      OFF(health_probe_bind_address), 0, 0, NULL},
+    /* Off by default, as in controller-runtime before kubebuilder v4 turned
+     * it on in its scaffold: the chart's ServiceMonitor and plain Prometheus
+     * set-ups scrape /metrics over HTTP without a token, and would all fail
+     * at once after an upgrade. Turn it on with --metrics-secure (chart:
+     * metrics.secure=true, which also switches the ServiceMonitor to HTTPS
+     * with a bearer token and grants the review rights). */
+    {"metrics-secure", "metricsSecure", K_BOOL, OFF(metrics_secure), 0, 0, NULL},
+    {"metrics-cert-dir", "metricsCertDir", K_STRING, OFF(metrics_cert_dir), 0, 0, NULL},
     {"log-format", "logFormat", K_LOG_FORMAT, 0, 0, 0, NULL},
     {"log-level", "logLevel", K_LOG_LEVEL, 0, 0, 0, NULL},
 };
@@ -327,6 +353,30 @@ static void clear_headers(ms_controller_options_t *o)
     o->nprometheus_headers = 0;
 }
 
+/* "1048576", "512Ki", "16Mi", "1Gi" (or K, M, G for powers of 1000). */
+static bool parse_bytes(const char *s, double *out)
+{
+    static const struct {
+        const char *suffix;
+        double factor;
+    } units[] = {{"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
+                 {"K", 1e3},     {"M", 1e6},        {"G", 1e9},          {"", 1}};
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || errno != 0 || v < 0 || !isdigit((unsigned char)*s))
+        return false;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            *out = floor(v * units[i].factor);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Set opt from text. `where` names the place for errors ("--sync-period" or
  * "config.yaml: syncPeriod"). On error nothing is modified. */
 static ms_err_t set_value(ms_controller_options_t *o, const option_t *opt, const char *text,
@@ -422,6 +472,21 @@ static ms_err_t set_value(ms_controller_options_t *o, const option_t *opt, const
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                            "%s: \"%s\" is not one of table, json", where, text);
         return MS_OK;
+    case K_USER_QUERIES:
+        if (ms_user_queries_parse(text, &o->user_queries) != MS_OK)
+            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                           "%s: \"%s\" is not one of allow, namespaced, deny", where, text);
+        return MS_OK;
+    case K_BYTES:
+        if (!parse_bytes(text, &d))
+            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                           "%s: \"%s\" is not a byte count (want e.g. 1048576, 512Ki, 16Mi)", where,
+                           text);
+        if (d < opt->min || d > opt->max)
+            return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %s is out of range (%s)", where, text,
+                           opt->range);
+        *(size_t *)field(o, opt) = (size_t)d;
+        return MS_OK;
     case K_HEADER:
         if (!valid_header(text))
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
@@ -443,9 +508,12 @@ void ms_controller_options_init(ms_controller_options_t *o)
     o->kube_api_qps = DEFAULT_KUBE_API_QPS;
     o->kube_api_burst = DEFAULT_KUBE_API_BURST;
     o->prometheus_timeout = DEFAULT_PROM_TIMEOUT;
+    o->prometheus_max_response_bytes = DEFAULT_PROM_MAX_RESPONSE;
+    o->prometheus_max_round_bytes = DEFAULT_PROM_MAX_ROUND;
     o->sync_period = DEFAULT_SYNC_PERIOD;
     o->concurrent_syncs = DEFAULT_CONCURRENT_SYNCS;
     o->output = MS_OUTPUT_TABLE;
+    o->user_queries = MS_USER_QUERIES_ALLOW;
     o->leader_elect = false;
     o->leader_election_id = ms_xstrdup("meshscaler");
     o->leader_election_namespace = ms_xstrdup(MS_CONTROLLER_DEFAULT_LEASE_NAMESPACE);
@@ -473,6 +541,7 @@ void ms_controller_options_cleanup(ms_controller_options_t *o)
     free(o->leader_election_namespace);
     free(o->metrics_bind_address);
     free(o->health_probe_bind_address);
+    free(o->metrics_cert_dir);
     memset(o, 0, sizeof *o);
 }
 
@@ -728,6 +797,10 @@ static ms_err_t validate(const ms_controller_options_t *o, const bool *from_flag
                        "%s and %s cannot be used together (bearer token or basic auth)",
                        name_of(token, from_flag, file, a, sizeof a),
                        name_of(user, from_flag, file, b, sizeof b));
+    /* A certificate that would silently go unused is a mistake to report. */
+    if (o->metrics_cert_dir && !o->metrics_secure)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s needs --metrics-secure as well",
+                       name_of(find_key("metricsCertDir"), from_flag, file, a, sizeof a));
     return MS_OK;
 }
 
@@ -806,6 +879,16 @@ const char *ms_controller_options_help(void)
            "  --prometheus-ca-file FILE                  CA bundle for Prometheus' certificate\n"
            "  --prometheus-insecure-skip-verify          do not verify it (testing only)\n"
            "  --prometheus-timeout DURATION              per query (default 10s)\n"
+           "  --prometheus-max-response-bytes BYTES      one answer (default 1Mi: about 1,900\n"
+           "                                             objects of one preset kind)\n"
+           "  --prometheus-max-round-bytes BYTES         all answers of a round (default 64Mi)\n"
+           "  --prometheus-round-timeout DURATION        a round's queries together (default:\n"
+           "                                             the sync period, at most 10s)\n"
+           "  --user-queries allow|namespaced|deny       who may run their own PromQL with\n"
+           "                                             these credentials (default allow;\n"
+           "                                             namespaced: only selectors with\n"
+           "                                             namespace=\"{{namespace}}\"; deny:\n"
+           "                                             presets only)\n"
            "\n"
            "The loop:\n"
            "  --sync-period DURATION       sync every object this often (default 15s, 1s..1h;\n"
@@ -824,6 +907,13 @@ const char *ms_controller_options_help(void)
            "Endpoints (HOST:PORT, :PORT, or 0 to turn off):\n"
            "  --metrics-bind-address ADDR       /metrics (default :8080)\n"
            "  --health-probe-bind-address ADDR  /healthz and /readyz (default :8081)\n"
+           "  --metrics-secure             serve /metrics over HTTPS, only to callers whose\n"
+           "                               bearer token passes a TokenReview and a\n"
+           "                               SubjectAccessReview (get /metrics); needs create on\n"
+           "                               tokenreviews and subjectaccessreviews (default\n"
+           "                               false: Prometheus set-ups scrape over HTTP)\n"
+           "  --metrics-cert-dir DIR       tls.crt and tls.key for --metrics-secure (default:\n"
+           "                               a self-signed certificate made at start)\n"
            "\n"
            "Logging (stderr):\n"
            "  --log-format text|json       (default text)\n"
@@ -837,10 +927,14 @@ const char *ms_controller_options_help(void)
            "                               prometheusBasicAuthPasswordFile,\n"
            "                               prometheusHeaders (a list), prometheusCaFile,\n"
            "                               prometheusInsecureSkipVerify, prometheusTimeout,\n"
+           "                               prometheusMaxResponseBytes,\n"
+           "                               prometheusMaxRoundBytes, prometheusRoundTimeout,\n"
+           "                               userQueries,\n"
            "                               syncPeriod, concurrentSyncs, dryRun, output,\n"
            "                               leaderElect, leaderElectionId,\n"
            "                               leaderElectionNamespace, metricsBindAddress,\n"
-           "                               healthProbeBindAddress, logFormat, logLevel.\n"
+           "                               healthProbeBindAddress, metricsSecure,\n"
+           "                               metricsCertDir, logFormat, logLevel.\n"
            "                               Flags win over the file.\n"
            "  -h, --help                   this help\n"
            "\n"

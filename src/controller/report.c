@@ -12,21 +12,16 @@
 #include "meshscaler/log.h"
 #include "meshscaler/status.h"
 
+/* Events go to the queue (events.c), written off the sync path while the
+ * lease allows. */
 static void event(ms_controller_t *c, ms__item_t *it, const char *type, const char *reason,
                   const char *message)
 {
     ms_kube_object_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, it->ns, it->name, it->uid};
-    ms_kube_error_t kerr = {0};
-    double t0 = ms_clock_monotonic();
-    ms_err_t err;
 
-    if (c->recorder == NULL || c->cfg.dry_run)
+    if (c->events == NULL || c->cfg.dry_run)
         return;
-    err = ms_kube_record(c->recorder, &ref, type, reason, message, ms_clock_wall(), NULL, &kerr);
-    ms__kube_observe(c, "record_event", t0, err);
-    if (err != MS_OK)
-        MS_LOG_WARN("cannot record an event", MS_S("object", it->key), MS_S("reason", reason),
-                    MS_S("error", kerr.message));
+    ms__event_queue_push(c->events, &ref, type, reason, message, it->wall);
 }
 
 void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const char *message)
@@ -54,7 +49,7 @@ static void set_or_remove(ms_controller_t *c, int family, const char *const *lab
 
 static void metric_series(ms_controller_t *c, ms__item_t *it)
 {
-    const ms_spec_t *spec = &it->spec;
+    const ms_spec_t *spec = it->spec;
     const ms_observation_t *obs = it->obs != NULL ? &it->obs->obs : NULL;
 
     /* A new spec may have renamed metrics or downstreams: start its series afresh. */
@@ -98,19 +93,24 @@ static void condition_series(ms_controller_t *c, ms__item_t *it)
     char why[512];
 
     ms_status_input_init(&in);
-    in.spec = &it->spec;
+    in.spec = it->spec;
     fill_decided(c, it, &in, why, sizeof why);
     ms_status_condition_reasons(&in, reasons);
-    for (size_t t = 0; t < MS_COND__COUNT; t++) {
+    for (size_t t = 0; t < MS_COND__COUNT && t < sizeof it->state->condition_reported; t++) {
         const char *now = ms_condition_reason_status(reasons[t]);
-        for (size_t s = 0; s < sizeof statuses / sizeof statuses[0]; s++) {
-            const char *labels[] = {it->ns, it->name, ms_condition_type_name((ms_condition_type_t)t),
-                                    statuses[s]};
-            if (strcmp(statuses[s], now) == 0)
-                ms_metrics_set(c->metrics, c->fam.condition, labels, 1);
-            else
-                ms_metrics_remove(c->metrics, c->fam.condition, labels);
-        }
+        unsigned char *was = &it->state->condition_reported[t];
+        const char *type = ms_condition_type_name((ms_condition_type_t)t);
+        size_t s = 0;
+
+        while (s < sizeof statuses / sizeof statuses[0] && strcmp(statuses[s], now) != 0)
+            s++;
+        if (s == sizeof statuses / sizeof statuses[0] || *was == s + 1)
+            continue; /* unchanged: nothing to touch (most syncs) */
+        if (*was != 0)
+            ms_metrics_remove(c->metrics, c->fam.condition,
+                              (const char *[]){it->ns, it->name, type, statuses[*was - 1]});
+        ms_metrics_set(c->metrics, c->fam.condition, (const char *[]){it->ns, it->name, type, now}, 1);
+        *was = (unsigned char)(s + 1);
     }
 }
 
@@ -144,12 +144,12 @@ static const char *note(ms_controller_t *c, ms__item_t *it, char *buf, size_t ca
 {
     if (it->conflict) {
         ms_errf(buf, cap, MS_OK, "%s also scales %s/%s",
-                 it->conflict_with, it->spec.target_kind, it->spec.target_name);
+                 it->conflict_with, it->spec->target_kind, it->spec->target_name);
         return buf;
     }
     if (it->pause_effect != MS_PAUSE_NONE)
         return ms_pause_effect_sentence(it->pause_effect);
-    if (!c->cfg.dry_run && it->spec.dry_run && it->desired != it->d.current_replicas)
+    if (!c->cfg.dry_run && it->spec->dry_run && it->desired != it->d.current_replicas)
         return "spec.dryRun is set, so the target is not written";
     return NULL;
 }
@@ -160,7 +160,7 @@ static void dry_run_line(ms_controller_t *c, ms__item_t *it, const char *why)
     const char *codes[MS_MAX_METRICS] = {0}, *details[MS_MAX_METRICS] = {0};
     ms_buf_t line;
 
-    for (size_t i = 0; it->obs != NULL && i < it->spec.nmetrics; i++) {
+    for (size_t i = 0; it->obs != NULL && i < it->spec->nmetrics; i++) {
         codes[i] = ms_prom_reason_name(it->obs->metrics[i].reason);
         details[i] = it->obs->metrics[i].detail;
     }
@@ -171,9 +171,9 @@ static void dry_run_line(ms_controller_t *c, ms__item_t *it, const char *why)
     r.time = it->now;
     r.namespace_ = it->ns;
     r.name = it->name;
-    r.target_kind = it->spec.target_kind;
-    r.target_name = it->spec.target_name;
-    r.spec = &it->spec;
+    r.target_kind = it->spec->target_kind;
+    r.target_name = it->spec->target_name;
+    r.spec = it->spec;
     r.decision = &it->d;
     r.memory = &it->state->memory;
     r.desired = it->desired;
@@ -242,7 +242,7 @@ void ms__memory_restore(ms_controller_t *c, ms__item_t *it)
     bool restored;
 
     (void)c;
-    restored = ms_status_restore_memory(previous_status(it), &it->spec, it->wall, it->now,
+    restored = ms_status_restore_memory(previous_status(it), it->spec, it->wall, it->now,
                                         it->scale.replicas, &it->state->memory);
     MS_LOG_DEBUG("engine memory rebuilt from status", MS_S("object", it->key),
                  MS_S("last_recommendation", restored ? "restored" : "none"));
@@ -262,7 +262,7 @@ static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *
     in->paused = it->pause_effect == MS_PAUSE_NO_WRITE;
     in->pause_note = it->pause_effect != MS_PAUSE_NONE ? ms_pause_effect_sentence(it->pause_effect)
                                                        : NULL;
-    in->dry_run = c->cfg.dry_run || it->spec.dry_run;
+    in->dry_run = c->cfg.dry_run || it->spec->dry_run;
     if (it->write_failed)
         in->problem = it->write_err.message;
     else if (it->conflict)
@@ -273,26 +273,22 @@ static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *
 static void write_status(ms_controller_t *c, ms__item_t *it)
 {
     ms_status_input_t in;
-    ms_kube_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, it->ns, it->name};
-    ms_kube_error_t kerr = {0};
     cJSON *status = NULL, *patch = NULL;
     char now[32], why[512];
     bool changed = false;
-    double t0;
-    ms_err_t err;
 
     ms_dryrun_rfc3339(it->wall > 0 ? it->wall : ms_clock_wall(), now, sizeof now);
     ms_status_input_init(&in);
     in.previous = previous_status(it);
-    in.spec = &it->spec;
+    in.spec = it->spec;
     in.generation = it->generation;
     in.now = now;
     switch (it->stage) {
-    case MS__SYNC_INVALID:
+    case MS__ENTRY_INVALID:
         in.outcome = MS_STATUS_INVALID_SPEC;
         in.problem = it->problem;
         break;
-    case MS__SYNC_NO_SCALE:
+    case MS__ENTRY_NO_SCALE:
         in.outcome = MS_STATUS_FAILED_GET_SCALE;
         in.problem = it->problem;
         break;
@@ -301,15 +297,13 @@ static void write_status(ms_controller_t *c, ms__item_t *it)
         fill_decided(c, it, &in, why, sizeof why);
         break;
     }
-    if (ms_status_build(&in, &status, &changed) != MS_OK || !changed)
+    if (ms_status_build(&in, &status, &changed) != MS_OK || !changed || c->status_writer == NULL)
         goto out;
+    /* Written off the sync path, lease-checked right before it goes out. */
     patch = ms_status_merge_patch(in.previous, status);
-    t0 = ms_clock_monotonic();
-    err = ms_kube_status_patch(it->kube, &ref, cJSON_GetObjectItemCaseSensitive(patch, "status"),
-                               NULL, &kerr);
-    ms__kube_observe(c, "patch_status", t0, err);
-    if (err != MS_OK && err != MS_ERR_NOTFOUND) /* deleted meanwhile: nothing to report */
-        MS_LOG_WARN("cannot write status", MS_S("object", it->key), MS_S("error", kerr.message));
+    if (!ms__status_writer_push(c->status_writer, it->ns, it->name,
+                                cJSON_DetachItemFromObjectCaseSensitive(patch, "status")))
+        ms_metrics_add(c->metrics, c->fam.writes_dropped, (const char *[]){"status"}, 1);
 out:
     cJSON_Delete(status);
     cJSON_Delete(patch);
@@ -320,17 +314,17 @@ void ms__report(ms_controller_t *c, ms__item_t *it)
     char message[MS_ERRBUF_SIZE + 64];
 
     switch (it->stage) {
-    case MS__SYNC_INVALID:
+    case MS__ENTRY_INVALID:
         ms__warn_once(c, it, "InvalidSpec", it->problem);
         ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"InvalidSpec"}, 1);
         break;
-    case MS__SYNC_NO_SCALE:
+    case MS__ENTRY_NO_SCALE:
         ms_errf(message, sizeof message, MS_OK, "unable to get the target's current scale: %s",
                 it->problem);
         ms__warn_once(c, it, "FailedGetScale", message);
         ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"FailedGetScale"}, 1);
         break;
-    case MS__SYNC_DECIDED:
+    case MS__ENTRY_OBSERVED:
         report_decision(c, it);
         if (it->write_failed)
             ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"FailedRescale"}, 1);

@@ -36,6 +36,37 @@ static ms_err_t read_sample(const cJSON *item, ms_jpath_t *p, double min, ms_sam
     return MS_OK;
 }
 
+/* A tick's metric: a number or null, or {"value": <number|null>, "pods":
+ * <int >= 0>} for a partial observation (SPEC.md section 3). Both keys of
+ * the object are required, so a misspelt key is an error rather than a
+ * silently missing value or an ignored pod count. */
+static ms_err_t read_metric_value(const cJSON *item, ms_jpath_t *p, ms_sample_t *s, ms_pods_t *pods,
+                                  char *errbuf, size_t errlen)
+{
+    const cJSON *value = child(item, "value");
+    ms_err_t err;
+    size_t saved;
+
+    /* Metric values may be negative (user PromQL can return them). */
+    if (!cJSON_IsObject(item))
+        return read_sample(item, p, -INFINITY, s, errbuf, errlen);
+    saved = ms_jpath_push_key(p, "value");
+    if (value == NULL)
+        return ms_jpath_errf(p, errbuf, errlen, "required");
+    if ((err = read_sample(value, p, -INFINITY, s, errbuf, errlen)) != MS_OK)
+        return err;
+    ms_jpath_pop(p, saved);
+    ms_jpath_push_key(p, "pods");
+    if (child(item, "pods") == NULL)
+        return ms_jpath_errf(p, errbuf, errlen, "required");
+    if ((err = ms_json_int32(child(item, "pods"), p, 0, INT32_MAX, &pods->count, errbuf, errlen)) !=
+        MS_OK)
+        return err;
+    pods->known = true;
+    ms_jpath_pop(p, saved);
+    return MS_OK;
+}
+
 static ms_err_t read_tick_metrics(const ms__scenario_t *sc, const cJSON *m, ms_jpath_t *p,
                                   ms__tick_t *t, char *errbuf, size_t errlen)
 {
@@ -50,8 +81,8 @@ static ms_err_t read_tick_metrics(const ms__scenario_t *sc, const cJSON *m, ms_j
 
         if (i < 0)
             return ms_jpath_errf(p, errbuf, errlen, "metric not declared in spec.metrics");
-        /* Metric values may be negative (user PromQL can return them). */
-        if ((err = read_sample(it, p, -INFINITY, &t->obs.metrics[i], errbuf, errlen)) != MS_OK)
+        if ((err = read_metric_value(it, p, &t->obs.metrics[i], &t->obs.metric_pods[i], errbuf,
+                                     errlen)) != MS_OK)
             return err;
         ms_jpath_pop(p, saved);
     }

@@ -77,32 +77,78 @@ static void effective_value(const ms_spec_t *spec, const ms_observation_t *obs, 
     m->effective = (ms_sample_t){true, v};
 }
 
-/* Step 3: replicas one metric asks for (HPA GetResourceReplicas and
- * GetObjectMetricReplicas / GetExternalPerPodMetricReplicas). */
-static int32_t metric_replicas(const ms_metric_spec_t *ms, const ms_scaling_rules_t *up,
-                               const ms_scaling_rules_t *down, double v, int32_t current,
-                               int32_t ready, double *ratio_out)
+static bool in_band(const ms_spec_t *spec, double ratio)
 {
-    double ratio, ask;
+    return 1.0 - spec->scale_down.tolerance <= ratio && ratio <= 1.0 + spec->scale_up.tolerance;
+}
 
-    switch (ms->target_type) {
-    case MS_TARGET_AVERAGE_VALUE:
+/* Step 3's ratio of value v and the count it asks for (HPA
+ * GetResourceReplicas and GetObjectMetricReplicas /
+ * GetExternalPerPodMetricReplicas), before any tolerance. */
+static double ratio_and_ask(const ms_metric_spec_t *ms, double v, int32_t current, int32_t ready,
+                            double *ask)
+{
+    double ratio;
+
+    if (ms->target_type == MS_TARGET_AVERAGE_VALUE) {
         ratio = v / (ms->target * current);
-        ask = ceil(v / ms->target);
-        break;
-    case MS_TARGET_VALUE:
-    case MS_TARGET_UTILIZATION:
-    default:
+        *ask = ceil(v / ms->target);
+    } else {
         ratio = v / ms->target;
-        ask = ceil(ratio * ready);
-        break;
+        *ask = ceil(ratio * ready);
     }
-    *ratio_out = ratio;
-    if (1.0 - down->tolerance <= ratio && ratio <= 1.0 + up->tolerance)
+    return ratio;
+}
+
+static int32_t ask_count(double ask) { return ms__clamp_double(ask < 0 ? 0 : ask); }
+
+/* v' of the missing-pods rule: pods that did not report count as busy
+ * (max(100, target) percent, or the target per pod) when r < 1 and as idle
+ * when r > 1, so a partial scrape can damp a scale change, never enlarge it. */
+static double filled_value(const ms_metric_spec_t *ms, double v, double ratio, int32_t pods,
+                           int32_t ready)
+{
+    double missing = (double)ready - (double)pods;
+
+    if (ms->target_type == MS_TARGET_UTILIZATION) {
+        double fill = ratio < 1.0 ? fmax(100.0, ms->target) : 0.0;
+        return (v * pods + fill * missing) / ready;
+    }
+    return ratio < 1.0 ? v + ms->target * missing : v; /* AverageValue: v is a total */
+}
+
+/* Step 3 for one metric with effective value v: fills m's ratio and
+ * partial fields and returns the count the metric asks for. */
+static int32_t metric_replicas(const ms_spec_t *spec, const ms_metric_spec_t *ms, double v,
+                               ms_pods_t pods, int32_t current, int32_t ready,
+                               ms_metric_result_t *m)
+{
+    bool per_pod = ms->target_type == MS_TARGET_UTILIZATION ||
+                   ms->target_type == MS_TARGET_AVERAGE_VALUE;
+    double r, ask, r2, ask2;
+
+    r = ratio_and_ask(ms, v, current, ready, &ask);
+    m->ratio = r;
+    if (!per_pod || !pods.known || pods.count >= ready)
+        return in_band(spec, r) ? current : ask_count(ask);
+
+    /* Partial observation: HPA's missing-pods rule. At r = 1 nothing is
+     * filled in and the metric is satisfied. */
+    m->partial = true;
+    m->partial_value = v;
+    m->partial_ratio = r;
+    if (r == 1.0)
         return current;
-    if (ask < 0)
-        ask = 0;
-    return ms__clamp_double(ask);
+    m->partial_value = filled_value(ms, v, r, pods.count, ready);
+    r2 = ratio_and_ask(ms, m->partial_value, current, ready, &ask2);
+    m->partial_ratio = r2;
+    if (in_band(spec, r2) || (r < 1.0 && r2 > 1.0) || (r > 1.0 && r2 < 1.0))
+        return current;
+    /* An ask that moves against r' (a surge or a rollout makes ready differ
+     * from current) would scale the wrong way: hold instead. */
+    if ((r2 < 1.0 && ask2 > current) || (r2 > 1.0 && ask2 < current))
+        return current;
+    return ask_count(ask2);
 }
 
 /* Step 7: the smallest replica count any observed downstream allows. */
@@ -169,14 +215,19 @@ ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
 
     if (current < 0 || obs->ready_replicas < 0 || !isfinite(now))
         return MS_ERR_INVALID;
+    for (size_t i = 0; i < spec->nmetrics; i++)
+        if (obs->metric_pods[i].known && obs->metric_pods[i].count < 0)
+            return MS_ERR_INVALID;
 
     memset(&d, 0, sizeof d);
     d.current_replicas = current;
     d.ready_replicas = obs->ready_replicas;
     d.nmetrics = spec->nmetrics;
     d.failures = mem->failures;
-    for (size_t i = 0; i < spec->nmetrics; i++)
+    for (size_t i = 0; i < spec->nmetrics; i++) {
         d.metrics[i].value = obs->metrics[i];
+        d.metrics[i].pods = obs->metric_pods[i];
+    }
 
     /* Step 0: a new (or forgetful) memory starts from the current count, so
      * a restart never scales down inside the scale-down window. */
@@ -209,9 +260,8 @@ ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
             continue;
         }
         effective_value(spec, obs, i, storm, m);
-        m->replicas = metric_replicas(&spec->metrics[i], &spec->scale_up, &spec->scale_down,
-                                      m->effective.value, current, obs->ready_replicas,
-                                      &m->ratio);
+        m->replicas = metric_replicas(spec, &spec->metrics[i], m->effective.value,
+                                      obs->metric_pods[i], current, obs->ready_replicas, m);
         m->has_replicas = true;
         d.saturated = d.saturated || m->saturation_applied;
         any_valid = true;

@@ -29,6 +29,17 @@ static void put(out_t *o, const char *fmt, ...)
         o->used += (size_t)n;
 }
 
+/* Step 3's missing-pods rule: "(3 of 8 pods reported, 70 with the rest
+ * counted busy)". */
+static void explain_partial(const ms_decision_t *d, const ms_metric_result_t *m, out_t *o)
+{
+    put(o, " (%d of %d pods reported", (int)m->pods.count, (int)d->ready_replicas);
+    if (m->ratio != 1.0)
+        put(o, ", %.4g with the rest counted %s", m->partial_value,
+            m->ratio < 1.0 ? "busy" : "idle");
+    put(o, ")");
+}
+
 static void explain_metrics(const ms_spec_t *spec, const ms_decision_t *d, out_t *o)
 {
     for (size_t i = 0; i < d->nmetrics; i++) {
@@ -46,6 +57,8 @@ static void explain_metrics(const ms_spec_t *spec, const ms_decision_t *d, out_t
             put(o, " (effective %.4g%s%s)", m->effective.value,
                 m->saturation_applied ? ", rejections reveal hidden demand" : "",
                 m->retry_discount_applied ? ", retries discounted" : "");
+        if (m->partial)
+            explain_partial(d, m, o);
         put(o, " asks %d", (int)m->replicas);
     }
 }
@@ -73,9 +86,13 @@ size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *
     default:
         break;
     }
-    if (d->fallback_used)
-        put(&o, "every metric missing for %u ticks, fallback %d; ", d->failures,
-            (int)d->recommendation);
+    if (d->fallback_used) {
+        put(&o, "every metric missing for %u ticks, fallback %d", d->failures,
+            (int)spec->fallback.replicas);
+        if (d->recommendation != spec->fallback.replicas)
+            put(&o, ", CurrentIfHigher keeps %d", (int)d->recommendation);
+        put(&o, "; ");
+    }
     if (d->retry_storm)
         put(&o, "retry storm%s; ", d->held_by_storm ? ", holding the current count" : "");
     put(&o, "recommendation %d", (int)d->recommendation);

@@ -29,7 +29,9 @@ void ms_spec_init(ms_spec_t *spec)
     ms_scaling_rules_default(&spec->scale_down, false);
     spec->retry_storm.threshold = MS_DEFAULT_RETRY_THRESHOLD;
     spec->fallback.failure_threshold = MS_DEFAULT_FAILURE_THRESHOLD;
-    spec->fallback.mode = MS_FALLBACK_STATIC;
+    /* An outage of the metrics pipeline hits every object at once: by
+     * default the fallback may raise counts, never lower them (SPEC.md 1). */
+    spec->fallback.mode = MS_FALLBACK_CURRENT_IF_HIGHER;
 }
 
 void ms_spec_cleanup(ms_spec_t *spec)

@@ -14,6 +14,7 @@
 
 #include <curl/curl.h>
 
+#include "meshscaler/clock.h"
 #include "meshscaler/http.h"
 #include "meshscaler/version.h"
 
@@ -49,6 +50,9 @@ typedef struct {
     char *url; /* rewritten for tls-server-name, else NULL */
     bool too_large;
     bool sink_stopped;
+    bool finished;      /* batches: ended and its on_done called */
+    bool idle_expired;  /* stopped by req->idle_timeout_ms */
+    double last_byte;   /* monotonic time the last header or body byte arrived */
     char curl_error[CURL_ERROR_SIZE];
 } transfer_t;
 
@@ -176,6 +180,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
     transfer_t *t = ctx;
     size_t len = size * n;
 
+    t->last_byte = ms_clock_monotonic();
     if (t->req->sink != NULL) {
         if (t->req->sink(t->req->sink_ctx, data, len) != 0) {
             t->sink_stopped = true;
@@ -198,6 +203,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx)
     size_t len = size * n;
     char value[128];
 
+    t->last_byte = ms_clock_monotonic();
     if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
         const char *sp = memchr(line, ' ', len);
         long code = 0;
@@ -239,12 +245,21 @@ static size_t on_header(char *line, size_t size, size_t n, void *ctx)
     return len;
 }
 
+/* Called about once a second even when nothing arrives (the low-speed
+ * check set in setup() wakes the transfer every second). */
 static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow)
 {
     transfer_t *t = ctx;
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-    return t->req->cancel != NULL && atomic_load(t->req->cancel);
+    if (t->req->cancel != NULL && atomic_load(t->req->cancel))
+        return 1;
+    if (t->req->idle_timeout_ms > 0 &&
+        (ms_clock_monotonic() - t->last_byte) * 1000 >= (double)t->req->idle_timeout_ms) {
+        t->idle_expired = true;
+        return 1;
+    }
+    return 0;
 }
 
 /* tls-server-name: connect to the URL's host but verify (and send SNI for)
@@ -347,7 +362,27 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 0L);
+    /* TCP keepalive on every connection. A peer that vanished without FIN
+     * or RST (a node powered off, a NAT or firewall that forgot the flow) is
+     * otherwise noticed only when we next send: an idle pooled connection
+     * looks usable until a request on it times out, and a watch waiting for
+     * events waits forever (Linux's default first probe comes after 2 h).
+     * After 30 s of silence the kernel probes every 10 s and, after its 9
+     * unanswered probes (tcp_keepalive_probes), closes the connection: about
+     * 2 min instead of never. The probes also keep NAT and conntrack entries
+     * on the path alive. Keepalive does not help while sent data is still
+     * unacknowledged, nor against a peer whose kernel still answers (a hung
+     * server, a proxy): idle_timeout_ms covers those. */
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
     if (r->idle_timeout_ms > 0) {
+        /* on_progress() ends the transfer when no byte arrived for
+         * idle_timeout_ms. libcurl's low-speed check (under 1 byte/s for
+         * that long, averaged over a few seconds, so it fires a few seconds
+         * later) is the backstop, and it makes libcurl run the transfer,
+         * hence on_progress, every second even when nothing arrives. */
+        t->last_byte = ms_clock_monotonic();
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (r->idle_timeout_ms + 999) / 1000);
     }
@@ -357,7 +392,7 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
-    if (r->cancel != NULL) {
+    if (r->cancel != NULL || r->idle_timeout_ms > 0) {
         curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
@@ -411,7 +446,11 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
 
 static void transfer_free(transfer_t *t)
 {
-    if (t->easy != NULL && t->pool != NULL)
+    /* A handle keeps its connections. After a transport failure (a timeout,
+     * above all) its connection may be dead yet look alive to libcurl, which
+     * would send the next request on it (an HTTP/2 connection outlives a
+     * failed stream); freeing the handle closes it. */
+    if (t->easy != NULL && t->pool != NULL && t->resp->err == MS_OK)
         handle_give_back(t->pool, t->easy);
     else if (t->easy != NULL)
         curl_easy_cleanup(t->easy);
@@ -430,6 +469,7 @@ static void finish(transfer_t *t, CURLcode rc)
     ms_http_response_t *resp = t->resp;
     const char *method = t->req->method ? t->req->method : "GET";
     const char *why = t->curl_error[0] ? t->curl_error : curl_easy_strerror(rc);
+    char idle[80];
     long version = 0;
     ms_err_t err;
 
@@ -471,7 +511,12 @@ static void finish(transfer_t *t, CURLcode rc)
         err = MS_ERR_TLS;
         break;
     case CURLE_ABORTED_BY_CALLBACK:
-        err = MS_ERR_CANCELLED;
+        err = t->idle_expired ? MS_ERR_TIMEOUT : MS_ERR_CANCELLED;
+        if (t->idle_expired) {
+            snprintf(idle, sizeof idle, "no data for %.1f s (idle timeout)",
+                     (double)t->req->idle_timeout_ms / 1000);
+            why = idle;
+        }
         break;
     case CURLE_WRITE_ERROR:
         err = t->too_large ? MS_ERR_TOOLARGE : t->sink_stopped ? MS_ERR_CANCELLED : MS_ERR_IO;
@@ -559,14 +604,57 @@ ms_err_t ms_http_batch_add(ms_http_batch_t *b, const ms_http_request_t *req, ms_
     return MS_OK;
 }
 
-ms_err_t ms_http_batch_run(ms_http_batch_t *b)
+static void batch_done(transfer_t *t)
+{
+    if (t->req->on_done != NULL)
+        t->req->on_done(t->req->done_ctx, t->resp);
+}
+
+/* End every transfer of the batch that has not ended: err, with why. */
+static size_t batch_abort(ms_http_batch_t *b, ms_err_t err, const char *why)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < b->n; i++) {
+        transfer_t *t = &b->items[i];
+        if (t->easy != NULL)
+            curl_multi_remove_handle(b->multi, t->easy);
+        else if (t->finished)
+            continue;
+        t->resp->err = ms_errf(t->resp->error, sizeof t->resp->error, err, "%s %s: %s",
+                               t->req->method ? t->req->method : "GET", t->req->url, why);
+        transfer_free(t);
+        t->finished = true;
+        batch_done(t);
+        n++;
+    }
+    return n;
+}
+
+ms_err_t ms_http_batch_run(ms_http_batch_t *b) { return ms_http_batch_run_until(b, 0, NULL); }
+
+ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atomic_bool *stop)
 {
     size_t next = 0, running = 0, done = 0;
     ms_err_t err = MS_OK;
 
     while (done < b->n) {
-        int still, queued;
+        int still, queued, wait_ms = 1000;
         CURLMsg *msg;
+
+        if (stop != NULL && atomic_load(stop)) {
+            done += batch_abort(b, MS_ERR_CANCELLED, "cancelled");
+            break;
+        }
+        if (deadline > 0) {
+            double left = deadline - ms_clock_monotonic();
+            if (left <= 0) {
+                done += batch_abort(b, MS_ERR_TIMEOUT, "the batch's deadline passed");
+                break;
+            }
+            if (left * 1000 < wait_ms)
+                wait_ms = (int)(left * 1000) + 1;
+        }
 
         /* Keep at most max_in_flight transfers going. */
         while (next < b->n && running < b->max_in_flight) {
@@ -582,6 +670,8 @@ ms_err_t ms_http_batch_run(ms_http_batch_t *b)
                                    "%s %s: cannot start the request",
                                    t->req->method ? t->req->method : "GET", t->req->url);
             transfer_free(t);
+            t->finished = true;
+            batch_done(t);
             done++;
         }
         if (curl_multi_perform(b->multi, &still) != CURLM_OK) {
@@ -597,25 +687,20 @@ ms_err_t ms_http_batch_run(ms_http_batch_t *b)
             finish(t, msg->data.result);
             curl_multi_remove_handle(b->multi, t->easy);
             transfer_free(t);
+            t->finished = true;
+            batch_done(t);
             running--;
             done++;
         }
         /* Wait only when no finished slot can take the next request. */
         if (done < b->n && running > 0 && !(next < b->n && running < b->max_in_flight) &&
-            curl_multi_poll(b->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+            curl_multi_poll(b->multi, NULL, 0, wait_ms, NULL) != CURLM_OK) {
             err = MS_ERR_IO;
             break;
         }
     }
-    /* On a batch failure, whatever is still attached is torn down. */
-    for (size_t i = 0; i < b->n; i++) {
-        if (b->items[i].easy != NULL) {
-            curl_multi_remove_handle(b->multi, b->items[i].easy);
-            b->items[i].resp->err = ms_errf(b->items[i].resp->error, sizeof b->items[i].resp->error,
-                                            MS_ERR_IO, "batch aborted");
-            transfer_free(&b->items[i]);
-        }
-    }
+    /* On a batch failure, whatever has not ended is torn down. */
+    batch_abort(b, MS_ERR_IO, "batch aborted");
     b->n = 0;
     return err;
 }

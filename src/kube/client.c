@@ -69,7 +69,7 @@ ms_kube_client_t *ms_kube_client_new(const ms_kube_config_t *cfg,
     c->source = ms_xstrdup(cfg->source ? cfg->source : "configuration");
     c->namespace_ = ms_xstrdup(cfg->namespace_ ? cfg->namespace_ : "default");
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-    c->max_retries = o->max_retries > 0 ? o->max_retries : 10; /* client-go's maxRetries */
+    c->max_retries = o->max_retries > 0 ? o->max_retries : o->max_retries < 0 ? 0 : 10; /* client-go's maxRetries */
     c->cancel = o->cancel;
     return c;
 }
@@ -211,13 +211,28 @@ static void error_from_transport(ms_kube_client_t *c, ms_kube_error_t *kerr,
         kerr->err = ms_errf(kerr->message, sizeof kerr->message, resp->err, "%s", resp->error);
 }
 
-/* Wait for the token bucket. False when cancelled. */
+/* See ms_kube_deadline_set(). */
+static _Thread_local double thread_deadline;
+
+void ms_kube_deadline_set(double monotonic) { thread_deadline = monotonic; }
+double ms_kube_deadline(void) { return thread_deadline; }
+
+/* Seconds left before the thread's deadline; HUGE when there is none. */
+static double time_left(void)
+{
+    return thread_deadline > 0 ? thread_deadline - ms_clock_monotonic() : 1e18;
+}
+
+/* Wait for the token bucket. False when cancelled, or when the wait would
+ * pass the thread's deadline. */
 static bool throttle(ms_kube_client_t *c)
 {
     double wait = ms__kube_ratelimit_reserve(&c->limiter, ms_clock_monotonic());
 
     if (wait <= 0)
         return true;
+    if (wait >= time_left())
+        return false;
     atomic_fetch_add(&c->n_throttled, 1);
     atomic_fetch_add(&c->throttle_us, (unsigned long)(wait * 1e6));
     if (wait > 1)
@@ -243,9 +258,16 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
         size_t nh = 0;
 
         call->err_body_len = 0;
+        if (!call->stream && time_left() < 0.05) {
+            kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TIMEOUT,
+                                "%s %s: deadline passed", call->method, call->path);
+            return kerr->err;
+        }
         if (!throttle(c)) {
-            kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_CANCELLED,
-                                "%s %s: cancelled", call->method, call->path);
+            kerr->err = ms_errf(kerr->message, sizeof kerr->message,
+                                time_left() <= 0 || thread_deadline > 0 ? MS_ERR_TIMEOUT : MS_ERR_CANCELLED,
+                                "%s %s: %s", call->method, call->path,
+                                thread_deadline > 0 ? "deadline passed while throttled" : "cancelled");
             return kerr->err;
         }
         err = ms_kube_cred_header(c->cred, ms_clock_monotonic(), auth, sizeof auth, why, sizeof why);
@@ -268,6 +290,8 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
         req.body = call->body;
         req.body_len = call->body_len;
         req.timeout_ms = call->stream ? call->timeout_ms : (call->timeout_ms ? call->timeout_ms : c->timeout_ms);
+        if (!call->stream && time_left() * 1000 < (double)req.timeout_ms)
+            req.timeout_ms = (long)(time_left() * 1000) > 1 ? (long)(time_left() * 1000) : 1;
         req.idle_timeout_ms = call->idle_timeout_ms;
         req.sink = call->sink;
         req.sink_ctx = call->sink_ctx;
@@ -297,6 +321,11 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
             double wait = resp->retry_after_seconds >= 0 ? resp->retry_after_seconds : 1;
             if (wait > MAX_RETRY_AFTER)
                 wait = MAX_RETRY_AFTER;
+            if (wait >= time_left()) {
+                ms__kube_error_from_status(kerr, call->method, call->path, resp->status,
+                                           resp->body.data, resp->body.len);
+                return kerr->err;
+            }
             MS_LOG_INFO("server asked to retry later", MS_S("method", call->method),
                         MS_I("status", resp->status), MS_D("retry_after_s", wait));
             atomic_fetch_add(&c->n_retries, 1);

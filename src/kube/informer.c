@@ -36,7 +36,10 @@ struct ms_kube_informer {
     char *label_selector;
     long page_size;
     long watch_timeout;
+    long watch_idle_timeout;
     bool keep_managed_fields;
+    char **keep; /* NULL-terminated dotted paths, owned; NULL: everything */
+    ms_kube_transform_fn transform;
     ms_kube_notify_fn notify;
     void *ctx;
     ms__kube_backoff_t backoff;
@@ -189,11 +192,57 @@ bool ms_kube_object_key(const cJSON *obj, char *buf, size_t cap)
     return w > 0 && (size_t)w < cap;
 }
 
+/* Whether keep asks for the member at `path` (dotted, from the object's
+ * root): *whole when the member itself is kept, else only something below it. */
+static bool wanted(char *const *keep, const char *path, bool *whole)
+{
+    size_t n = strlen(path);
+    bool below = false;
+
+    *whole = false;
+    for (char *const *k = keep; *k != NULL; k++) {
+        size_t kn = strlen(*k);
+        if (strcmp(*k, path) == 0 || (n > kn && strncmp(path, *k, kn) == 0 && path[kn] == '.')) {
+            *whole = true;
+            return true;
+        }
+        if (kn > n && strncmp(*k, path, n) == 0 && (*k)[n] == '.')
+            below = true;
+    }
+    return below;
+}
+
+/* Delete every member of obj (an object at `prefix`) that keep does not ask for. */
+static void prune(char *const *keep, cJSON *obj, char *prefix, size_t cap)
+{
+    size_t len = strlen(prefix);
+    cJSON *m = obj->child;
+
+    while (m != NULL) {
+        cJSON *next = m->next;
+        bool whole;
+        int w = snprintf(prefix + len, cap - len, "%s%s", len ? "." : "", m->string ? m->string : "");
+
+        if (w < 0 || (size_t)w >= cap - len || !wanted(keep, prefix, &whole))
+            cJSON_Delete(cJSON_DetachItemViaPointer(obj, m));
+        else if (!whole && cJSON_IsObject(m))
+            prune(keep, m, prefix, cap);
+        prefix[len] = '\0';
+        m = next;
+    }
+}
+
 static void trim(ms_kube_informer_t *inf, cJSON *obj)
 {
     if (!inf->keep_managed_fields)
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
                                                 "managedFields");
+    if (inf->keep != NULL) {
+        char prefix[KEY_MAX] = "";
+        prune(inf->keep, obj, prefix, sizeof prefix);
+    }
+    if (inf->transform != NULL)
+        inf->transform(inf->ctx, obj);
 }
 
 static void notify(ms_kube_informer_t *inf, ms_kube_change_t ch, const cJSON *obj, const cJSON *old)
@@ -301,6 +350,7 @@ typedef struct {
     char *rv; /* the loop's resume point, updated per event */
     size_t rvcap;
     unsigned long events;
+    unsigned long bookmarks;
 } watching_t;
 
 static ms_err_t on_event(void *ctx, ms_kube_event_type_t type, cJSON *obj)
@@ -312,6 +362,7 @@ static ms_err_t on_event(void *ctx, ms_kube_event_type_t type, cJSON *obj)
 
     snprintf(w->rv, w->rvcap, "%s", rv_of(obj));
     if (type == MS_KUBE_EV_BOOKMARK) {
+        w->bookmarks++;
         cJSON_Delete(obj);
         pthread_mutex_lock(&inf->sync_lock);
         inf->stats.bookmarks++;
@@ -370,7 +421,9 @@ static void *run(void *arg)
 
     while (!atomic_load(&inf->stop)) {
         ms_kube_error_t kerr;
-        watching_t w = {inf, rv, sizeof rv, 0};
+        ms_kube_watch_options_t wo;
+        watching_t w = {inf, rv, sizeof rv, 0, 0};
+        bool idle = false;
         ms_err_t err;
 
         if (need_list) {
@@ -387,10 +440,22 @@ static void *run(void *arg)
         pthread_mutex_lock(&inf->sync_lock);
         inf->stats.watches++;
         pthread_mutex_unlock(&inf->sync_lock);
-        err = ms_kube_watch(inf->client, inf->path, rv, inf->label_selector, watch_timeout(inf),
-                            on_event, &w, &inf->stop, &kerr);
+        memset(&wo, 0, sizeof wo);
+        wo.label_selector = inf->label_selector;
+        wo.timeout_seconds = watch_timeout(inf);
+        wo.idle_timeout_seconds = inf->watch_idle_timeout;
+        wo.cancel = &inf->stop;
+        err = ms_kube_watch_with(inf->client, inf->path, rv, &wo, on_event, &w, &idle, &kerr);
         if (atomic_load(&inf->stop))
             break;
+        if (idle) {
+            /* Nothing arrived for the idle timeout: resume like after any
+             * disconnect (the HTTP layer does not reuse the connection). */
+            pthread_mutex_lock(&inf->sync_lock);
+            inf->stats.idle_timeouts++;
+            inf->stats.last_idle_timeout = ms_clock_monotonic();
+            pthread_mutex_unlock(&inf->sync_lock);
+        }
         if (err == MS_OK) {
             /* The server ended the watch on time: resume at once. */
             ms__kube_backoff_reset(&inf->backoff);
@@ -410,9 +475,25 @@ static void *run(void *arg)
             ms__kube_backoff_reset(&inf->backoff);
         {
             double d = ms__kube_backoff_next(&inf->backoff, ms_clock_monotonic());
-            MS_LOG_INFO("watch ended; resuming", MS_S("path", inf->path),
-                        MS_S("resource_version", rv), MS_S("error", kerr.message),
-                        MS_D("retry_in_s", d));
+            /* Once a watch has received anything, the API server sends it a
+             * bookmark every minute, so its silence means a dead connection
+             * or server. A watch that never received anything may only be
+             * quiet: bookmarks start once the resource changed somewhere in
+             * the cluster (or etcd reported progress) after it started. */
+            if (idle && w.events + w.bookmarks > 0)
+                MS_LOG_WARN("watch went silent: the connection or the server is dead; "
+                            "resuming on a new connection",
+                            MS_S("path", inf->path), MS_S("resource_version", rv),
+                            MS_S("error", kerr.message), MS_D("retry_in_s", d));
+            else if (idle)
+                MS_LOG_INFO("watch received nothing, not even a bookmark (a dead connection, or a "
+                            "quiet resource); resuming on a new connection",
+                            MS_S("path", inf->path), MS_S("resource_version", rv),
+                            MS_S("error", kerr.message), MS_D("retry_in_s", d));
+            else
+                MS_LOG_INFO("watch ended; resuming", MS_S("path", inf->path),
+                            MS_S("resource_version", rv), MS_S("error", kerr.message),
+                            MS_D("retry_in_s", d));
             ms__kube_sleep(d, &inf->stop);
         }
     }
@@ -432,7 +513,25 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
     inf->client = c;
     inf->page_size = o->page_size;
     inf->watch_timeout = o->watch_timeout_seconds;
+    inf->watch_idle_timeout = o->watch_idle_timeout_seconds > 0 ? o->watch_idle_timeout_seconds
+                                                                : MS_KUBE_WATCH_IDLE_TIMEOUT;
     inf->keep_managed_fields = o->keep_managed_fields;
+    if (o->keep != NULL) {
+        static const char *const always[] = {"metadata.name", "metadata.namespace", "metadata.uid",
+                                             "metadata.resourceVersion"};
+        size_t n = 0, a = sizeof always / sizeof always[0];
+        while (o->keep[n] != NULL)
+            n++;
+        if ((inf->keep = calloc(n + a + 1, sizeof *inf->keep)) == NULL)
+            abort();
+        for (size_t i = 0; i < a; i++)
+            if ((inf->keep[i] = strdup(always[i])) == NULL)
+                abort();
+        for (size_t i = 0; i < n; i++)
+            if ((inf->keep[a + i] = strdup(o->keep[i])) == NULL)
+                abort();
+    }
+    inf->transform = o->transform;
     inf->notify = o->notify;
     inf->ctx = o->ctx;
     ms__kube_backoff_init(&inf->backoff, o->backoff_initial > 0 ? o->backoff_initial : 0.8,
@@ -485,6 +584,9 @@ void ms_kube_informer_free(ms_kube_informer_t *inf)
     pthread_rwlock_destroy(&inf->lock);
     pthread_mutex_destroy(&inf->sync_lock);
     pthread_cond_destroy(&inf->sync_cond);
+    for (char **k = inf->keep; k != NULL && *k != NULL; k++)
+        free(*k);
+    free(inf->keep);
     free(inf->path);
     free(inf->label_selector);
     free(inf);
@@ -501,6 +603,18 @@ cJSON *ms_kube_informer_get(ms_kube_informer_t *inf, const char *key)
         abort();
     pthread_rwlock_unlock(&inf->lock);
     return copy;
+}
+
+bool ms_kube_informer_visit(ms_kube_informer_t *inf, const char *key,
+                            void (*fn)(void *ctx, const cJSON *obj), void *ctx)
+{
+    entry_t *e;
+
+    pthread_rwlock_rdlock(&inf->lock);
+    e = map_find(&inf->cache, key);
+    fn(ctx, e != NULL ? e->obj : NULL);
+    pthread_rwlock_unlock(&inf->lock);
+    return e != NULL;
 }
 
 size_t ms_kube_informer_size(ms_kube_informer_t *inf)

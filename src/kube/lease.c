@@ -15,7 +15,8 @@ struct ms_kube_elector {
     ms_kube_client_t *client;
     char *ns, *name, *identity;
     char path[600], collection[400];
-    double duration, deadline, retry;
+    double duration, deadline, retry, margin;
+    atomic_uint_fast64_t valid_until_us; /* monotonic microseconds; 0: not the leader */
     ms_kube_lease_options_t cb;
     pthread_t thread;
     bool started;
@@ -44,13 +45,16 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
     e->duration = o->lease_duration > 0 ? o->lease_duration : 15;
     e->deadline = o->renew_deadline > 0 ? o->renew_deadline : 10;
     e->retry = o->retry_period > 0 ? o->retry_period : 2;
+    e->margin = o->safety_margin > 0 ? o->safety_margin : 2;
     if (!(e->deadline < e->duration) || !(e->retry < e->deadline) ||
+        !(e->margin < e->duration - e->deadline) ||
         ms_kube_path(e->path, sizeof e->path, "coordination.k8s.io/v1", o->namespace_, "leases",
                      o->name, NULL) != MS_OK ||
         ms_kube_path(e->collection, sizeof e->collection, "coordination.k8s.io/v1", o->namespace_,
                      "leases", NULL, NULL) != MS_OK) {
         ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                "leader election: need retry period < renew deadline < lease duration, and a valid name");
+                "leader election: need retry period < renew deadline < lease duration, a safety "
+                "margin below duration - deadline, and a valid name");
         free(e);
         return NULL;
     }
@@ -61,7 +65,33 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
     e->cb = *o;
     atomic_init(&e->stop, false);
     atomic_init(&e->leader, false);
+    atomic_init(&e->valid_until_us, 0);
     return e;
+}
+
+static bool try_acquire_or_renew(ms_kube_elector_t *e);
+
+static void set_valid_until(ms_kube_elector_t *e, double t)
+{
+    atomic_store(&e->valid_until_us, t > 0 ? (uint_fast64_t)(t * 1e6) : 0);
+}
+
+double ms_kube_elector_valid_until(ms_kube_elector_t *e)
+{
+    return (double)atomic_load(&e->valid_until_us) / 1e6;
+}
+
+/* One attempt, bounded: it ends by `deadline` (monotonic) whatever the API
+ * server does. On success the lease is ours from `started` on. */
+static bool bounded_attempt(ms_kube_elector_t *e, double deadline, double *started)
+{
+    bool ok;
+
+    *started = ms_clock_monotonic();
+    ms_kube_deadline_set(deadline);
+    ok = try_acquire_or_renew(e);
+    ms_kube_deadline_set(0);
+    return ok;
 }
 
 static const char *str_at(const cJSON *obj, const char *a, const char *b)
@@ -220,35 +250,46 @@ static void *run(void *arg)
     ms_kube_elector_t *e = arg;
 
     while (!atomic_load(&e->stop)) {
-        double last_renew;
+        double last_renew, started;
 
-        /* Candidate: try every retry period. */
-        if (!try_acquire_or_renew(e)) {
+        /* Candidate: try every retry period, each try bounded by the renew
+         * deadline (a hung API server must not hold the candidate either). */
+        if (!bounded_attempt(e, ms_clock_monotonic() + e->deadline, &started)) {
             wait_retry(e, 0.2);
             continue;
         }
-        last_renew = ms_clock_monotonic();
+        last_renew = started;
+        set_valid_until(e, started + e->duration - e->margin);
         atomic_store(&e->leader, true);
         MS_LOG_INFO("became leader", MS_S("lease", e->name), MS_S("identity", e->identity));
         if (e->cb.on_started_leading)
             e->cb.on_started_leading(e->cb.ctx);
-        /* Leader: renew every retry period; give up after the renew deadline. */
+        /* Leader: renew every retry period. Every renewal ends by the last
+         * good one plus the renew deadline; past it, leadership is gone. */
         while (!atomic_load(&e->stop)) {
             if (!ms__kube_sleep(e->retry, &e->stop))
                 break;
-            if (try_acquire_or_renew(e)) {
-                last_renew = ms_clock_monotonic();
+            if (bounded_attempt(e, last_renew + e->deadline, &started)) {
+                last_renew = started;
+                set_valid_until(e, started + e->duration - e->margin);
                 continue;
             }
             if (ms_clock_monotonic() - last_renew >= e->deadline ||
                 (e->observed_holder[0] != '\0' && strcmp(e->observed_holder, e->identity) != 0)) {
-                MS_LOG_WARN("lost leadership", MS_S("lease", e->name), MS_S("holder", e->observed_holder));
+                MS_LOG_WARN("lost leadership", MS_S("lease", e->name), MS_S("holder", e->observed_holder),
+                            MS_D("seconds_since_renewal", ms_clock_monotonic() - last_renew));
                 break;
             }
         }
+        set_valid_until(e, 0);
         atomic_store(&e->leader, false);
-        if (atomic_load(&e->stop))
+        if (atomic_load(&e->stop)) {
+            /* A released lease lets a successor start at once; bounded, so a
+             * hung API server does not hold up the shutdown. */
+            ms_kube_deadline_set(ms_clock_monotonic() + e->retry);
             release(e);
+            ms_kube_deadline_set(0);
+        }
         if (e->cb.on_stopped_leading)
             e->cb.on_stopped_leading(e->cb.ctx);
     }

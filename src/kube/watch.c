@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kube_client_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/informer.h"
 #include "meshscaler/log.h"
 
@@ -203,6 +204,7 @@ typedef struct {
     ms_kube_watch_fn fn;
     void *ctx;
     ms_err_t err;            /* why the stream was stopped */
+    double last;             /* monotonic time of the start or the last chunk */
     ms_kube_error_t status;  /* from an ERROR event */
     char detail[MS_ERRBUF_SIZE];
 } watch_t;
@@ -235,23 +237,30 @@ static int watch_sink(void *ctx, const char *data, size_t len)
 {
     watch_t *w = ctx;
 
+    w->last = ms_clock_monotonic();
     w->err = ms__kube_lines_feed(&w->lines, data, len);
     return w->err != MS_OK;
 }
 
-ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
-                       const char *label_selector, long timeout_seconds, ms_kube_watch_fn fn,
-                       void *ctx, const atomic_bool *cancel, ms_kube_error_t *kerr)
+ms_err_t ms_kube_watch_with(ms_kube_client_t *c, const char *path, const char *rv,
+                            const ms_kube_watch_options_t *o, ms_kube_watch_fn fn, void *ctx,
+                            bool *idle, ms_kube_error_t *kerr)
 {
+    static const ms_kube_watch_options_t defaults;
+    const ms_kube_watch_options_t *opt = o != NULL ? o : &defaults;
+    long idle_s = opt->idle_timeout_seconds > 0 ? opt->idle_timeout_seconds
+                                                : MS_KUBE_WATCH_IDLE_TIMEOUT;
     char tos[24];
     const char *kv[] = {"watch", "true", "allowWatchBookmarks", "true", "resourceVersion", rv,
-                        "timeoutSeconds", tos, "labelSelector", label_selector};
+                        "timeoutSeconds", tos, "labelSelector", opt->label_selector};
     ms_buf_t url;
     watch_t w;
     ms_err_t err;
 
+    if (idle != NULL)
+        *idle = false;
+    snprintf(tos, sizeof tos, "%ld", opt->timeout_seconds > 0 ? opt->timeout_seconds : 300);
     memset(&w, 0, sizeof w);
-    snprintf(tos, sizeof tos, "%ld", timeout_seconds > 0 ? timeout_seconds : 300);
     ms_buf_init(&url, 16384);
     if ((err = query_path(&url, path, kv, 10)) != MS_OK) {
         ms_buf_cleanup(&url);
@@ -262,9 +271,14 @@ ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
     w.path = path;
     w.fn = fn;
     w.ctx = ctx;
-    /* The server ends the watch after timeoutSeconds; the idle timeout only
-     * catches a connection that died silently (bookmarks arrive each minute). */
-    err = ms_kube_stream(c, url.data, 0, (timeout_seconds + 90) * 1000, watch_sink, &w, cancel, kerr);
+    w.last = ms_clock_monotonic();
+    /* The server ends the watch after timeoutSeconds. The idle timeout
+     * catches a connection that died silently or a server that hung: with
+     * allowWatchBookmarks the API server sends a BOOKMARK about every minute
+     * (once the resource's resourceVersion moved past the watch's start, see
+     * informer.h), so a longer silence means the watch is dead. (It used to
+     * be timeoutSeconds + 90 s: a dead watch went unnoticed for 390-690 s.) */
+    err = ms_kube_stream(c, url.data, 0, idle_s * 1000, watch_sink, &w, opt->cancel, kerr);
     if (w.err != MS_OK) {
         /* The stream was stopped by us: say why, not "cancelled". */
         if (w.status.err != MS_OK)
@@ -276,8 +290,31 @@ ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
             kerr->err = ms_errf(kerr->message, sizeof kerr->message, w.err, "watch %s: %s", path,
                                 w.detail[0] ? w.detail : ms_strerror(w.err));
         err = kerr->err;
+    } else if (err == MS_ERR_TIMEOUT && kerr->status == 0 &&
+               ms_clock_monotonic() - w.last >= (double)idle_s - 0.5) {
+        /* No transfer timeout is set, so a transport timeout this long
+         * after the last byte is the idle timeout (or a connect timeout
+         * at least as long, which means the same). */
+        if (idle != NULL)
+            *idle = true;
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TIMEOUT,
+                            "watch %s: nothing (no event, no bookmark) for %ld s", path, idle_s);
+        err = kerr->err;
     }
     ms__kube_lines_cleanup(&w.lines);
     ms_buf_cleanup(&url);
     return err;
+}
+
+ms_err_t ms_kube_watch(ms_kube_client_t *c, const char *path, const char *rv,
+                       const char *label_selector, long timeout_seconds, ms_kube_watch_fn fn,
+                       void *ctx, const atomic_bool *cancel, ms_kube_error_t *kerr)
+{
+    ms_kube_watch_options_t o;
+
+    memset(&o, 0, sizeof o);
+    o.label_selector = label_selector;
+    o.timeout_seconds = timeout_seconds;
+    o.cancel = cancel;
+    return ms_kube_watch_with(c, path, rv, &o, fn, ctx, NULL, kerr);
 }

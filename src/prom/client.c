@@ -21,7 +21,13 @@
 #define DEFAULT_TIMEOUT_MS 10000L
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000L
 #define DEFAULT_IN_FLIGHT 8u
-#define DEFAULT_MAX_BODY (32u * 1024u * 1024u)
+/* One answer. A batched preset answer is about 550 bytes per object (five
+ * fields of ~110): 1 MiB covers about 1,900 objects per preset kind; larger
+ * installations raise --prometheus-max-response-bytes (docs/metrics.md). */
+#define DEFAULT_MAX_BODY (1024u * 1024u)
+#define DEFAULT_BREAKER_RUNS 3u
+#define DEFAULT_BREAKER_BACKOFF 5.0
+#define BREAKER_MAX_BACKOFF 60.0
 
 struct ms_prom_client {
     ms_http_client_t *http;
@@ -43,6 +49,12 @@ struct ms_prom_client {
     ino_t token_ino;
     double token_read_at; /* monotonic seconds, 0: never */
     ms_prom_client_stats_t stats;
+    /* The circuit breaker (guarded by lock). */
+    unsigned breaker_runs;
+    double breaker_backoff;
+    unsigned breaker_failed_runs;
+    double breaker_wait;       /* the current backoff; 0: closed */
+    double breaker_open_until; /* monotonic */
 };
 
 static double monotonic_seconds(void)
@@ -190,6 +202,8 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
     c->max_in_flight = o->max_in_flight ? o->max_in_flight : DEFAULT_IN_FLIGHT;
     c->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
+    c->breaker_runs = o->breaker_runs ? o->breaker_runs : DEFAULT_BREAKER_RUNS;
+    c->breaker_backoff = o->breaker_backoff > 0 ? o->breaker_backoff : DEFAULT_BREAKER_BACKOFF;
     return c;
 }
 
@@ -360,22 +374,114 @@ static void fail_all(ms_prom_query_t *qs, size_t n, ms_prom_reason_t reason, con
     }
 }
 
+/* One query's answer, decoded the moment it arrives; the body is freed at
+ * once, and the run's byte budget charged. */
+typedef struct {
+    ms_prom_client_t *client;
+    ms_prom_query_t *query;
+    size_t *total;            /* bytes of the run so far */
+    size_t max_total;
+    atomic_bool *over_budget; /* set when total passes max_total: the rest stops */
+    bool sent;
+} pending_query_t;
+
+static void on_answer(void *ctx, ms_http_response_t *resp)
+{
+    pending_query_t *p = ctx;
+
+    *p->total += resp->body.len;
+    if (p->max_total > 0 && *p->total > p->max_total) {
+        atomic_store(p->over_budget, true);
+        ms_prom_result_cleanup(&p->query->result);
+        p->query->result.reason = MS_PROM_TOO_LARGE;
+        ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
+                "the round's answers passed %zu bytes (raise --prometheus-max-round-bytes)",
+                p->max_total);
+    } else if (atomic_load(p->over_budget) && resp->err == MS_ERR_CANCELLED) {
+        p->query->result.reason = MS_PROM_TOO_LARGE;
+        ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
+                "not read: the round's answers had passed %zu bytes", p->max_total);
+    } else {
+        ms_prom_decode_response(resp, &p->query->result);
+    }
+    ms_http_response_cleanup(resp);
+}
+
+/* A run in which every query failed in transport counts against the
+ * breaker; anything else closes it. */
+static bool transport_failure(ms_prom_reason_t r)
+{
+    return r == MS_PROM_UNAVAILABLE || r == MS_PROM_TIMEOUT || r == MS_PROM_TLS ||
+           r == MS_PROM_TRANSPORT;
+}
+
+/* Whether the breaker lets this run send; fills why when it does not. */
+static bool breaker_allows(ms_prom_client_t *c, double now, char *why, size_t cap)
+{
+    bool allowed;
+
+    pthread_mutex_lock(&c->lock);
+    allowed = now >= c->breaker_open_until;
+    if (!allowed)
+        ms_errf(why, cap, MS_OK,
+                "Prometheus failed %u runs in a row: not asked again for %.0f s (circuit breaker)",
+                c->breaker_failed_runs, c->breaker_open_until - now);
+    pthread_mutex_unlock(&c->lock);
+    return allowed;
+}
+
+static void breaker_record(ms_prom_client_t *c, bool failed, double now)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!failed) {
+        c->breaker_failed_runs = 0;
+        c->breaker_wait = 0;
+    } else if (++c->breaker_failed_runs >= c->breaker_runs) {
+        c->breaker_wait = c->breaker_wait > 0 ? c->breaker_wait * 2 : c->breaker_backoff;
+        if (c->breaker_wait > BREAKER_MAX_BACKOFF)
+            c->breaker_wait = BREAKER_MAX_BACKOFF;
+        c->breaker_open_until = now + c->breaker_wait;
+        c->stats.opened++;
+        MS_LOG_WARN("prometheus circuit breaker open", MS_I("failed_runs", c->breaker_failed_runs),
+                    MS_D("seconds", c->breaker_wait));
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 ms_err_t ms_prom_run(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n)
 {
+    ms_prom_run_options_t o = {0};
+
+    return ms_prom_run_bounded(c, qs, n, &o);
+}
+
+ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
+                             const ms_prom_run_options_t *o)
+{
     const char *hdrs[MAX_HEADERS + 4];
-    size_t nh = 0, sent = 0;
+    size_t nh = 0, sent = 0, total = 0;
     ms_http_request_t *reqs = NULL;
     ms_http_response_t *resps = NULL;
     ms_buf_t *bodies = NULL;
+    pending_query_t *pend = NULL;
     ms_http_batch_t *batch = NULL;
     char why[MS_ERRBUF_SIZE] = "", *token = NULL;
     ms_err_t err = MS_OK;
-    unsigned long long failures = 0;
+    unsigned long long failures = 0, transport = 0;
+    atomic_bool over_budget;
 
+    atomic_init(&over_budget, false);
     for (size_t i = 0; i < n; i++)
         ms_prom_result_cleanup(&qs[i].result);
     if (n == 0)
         return MS_OK;
+    if (!breaker_allows(c, monotonic_seconds(), why, sizeof why)) {
+        fail_all(qs, n, MS_PROM_UNAVAILABLE, why);
+        pthread_mutex_lock(&c->lock);
+        c->stats.skipped += n;
+        pthread_mutex_unlock(&c->lock);
+        return MS_OK;
+    }
     if (!run_headers(c, hdrs, &nh, &token, why, sizeof why)) {
         fail_all(qs, n, MS_PROM_CREDENTIALS, why);
         return MS_OK;
@@ -383,8 +489,9 @@ ms_err_t ms_prom_run(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n)
     reqs = calloc(n, sizeof *reqs);
     resps = calloc(n, sizeof *resps);
     bodies = calloc(n, sizeof *bodies);
+    pend = calloc(n, sizeof *pend);
     batch = ms_http_batch_new(c->http, c->max_in_flight);
-    if (reqs == NULL || resps == NULL || bodies == NULL || batch == NULL) {
+    if (reqs == NULL || resps == NULL || bodies == NULL || pend == NULL || batch == NULL) {
         err = MS_ERR_NOMEM;
         goto out;
     }
@@ -395,30 +502,44 @@ ms_err_t ms_prom_run(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n)
             fail_all(&qs[i], 1, MS_PROM_BAD_QUERY, "the query is too long to send");
             continue; /* the others still run */
         }
+        pend[i] = (pending_query_t){c, &qs[i], &total, o->max_total_bytes, &over_budget, true};
         reqs[i] = (ms_http_request_t){.method = "POST",
                                       .url = qs[i].range ? c->range_url : c->query_url,
                                       .headers = hdrs,
                                       .nheaders = nh,
                                       .body = bodies[i].data,
                                       .body_len = bodies[i].len,
-                                      .timeout_ms = c->timeout_ms};
+                                      .timeout_ms = c->timeout_ms,
+                                      .cancel = &over_budget,
+                                      .on_done = on_answer,
+                                      .done_ctx = &pend[i]};
         if ((err = ms_http_batch_add(batch, &reqs[i], &resps[i])) != MS_OK)
             goto out;
     }
-    if ((err = ms_http_batch_run(batch)) != MS_OK)
+    /* The batch stops for a shutdown (o->cancel) and at the deadline; the
+     * byte budget stops it through every request's cancel flag. */
+    if ((err = ms_http_batch_run_until(batch, o->deadline, o->cancel)) != MS_OK)
         goto out;
     for (size_t i = 0; i < n; i++) {
-        if (reqs[i].url == NULL)
+        ms_prom_reason_t r = qs[i].result.reason;
+        if (!pend[i].sent)
             continue; /* never sent */
-        ms_prom_reason_t r = ms_prom_decode_response(&resps[i], &qs[i].result);
+        if (r == MS_PROM_TIMEOUT && o->deadline > 0 && monotonic_seconds() >= o->deadline)
+            ms_errf(qs[i].result.message, sizeof qs[i].result.message, MS_OK,
+                    "the round's deadline passed before Prometheus answered");
         if (r != MS_PROM_OK && r != MS_PROM_NO_DATA)
             failures++;
+        if (transport_failure(r))
+            transport++;
         sent++;
     }
     pthread_mutex_lock(&c->lock);
     c->stats.queries += sent;
     c->stats.failures += failures;
     pthread_mutex_unlock(&c->lock);
+    /* A shutdown says nothing about Prometheus. */
+    if (sent > 0 && !(o->cancel != NULL && atomic_load(o->cancel)))
+        breaker_record(c, transport == sent, monotonic_seconds());
 out:
     if (err != MS_OK) {
         snprintf(why, sizeof why, "the query batch failed: %s", ms_strerror(err));
@@ -432,6 +553,7 @@ out:
     free(reqs);
     free(resps);
     free(bodies);
+    free(pend);
     free_secret(token);
     return err;
 }

@@ -453,8 +453,11 @@ ms_prom_reason_t ms_prom_result_number(const ms_prom_result_t *r, double ref_tim
         return number_fail(MS_PROM_NOT_A_NUMBER, msg, msglen, "the query returned NaN");
     if (isinf(p.v))
         return number_fail(MS_PROM_INFINITE, msg, msglen, "the query returned %s", p.v > 0 ? "+Inf" : "-Inf");
-    if (ref_time > 0 && max_age > 0 && ref_time - p.t > max_age)
-        return number_fail(MS_PROM_STALE, msg, msglen, "the sample is %.0f s old", ref_time - p.t);
+    /* Both ways: a sample from the future (clock skew between Prometheus,
+     * its targets and us) is as untrustworthy as an old one. */
+    if (ref_time > 0 && max_age > 0 && fabs(ref_time - p.t) > max_age)
+        return number_fail(MS_PROM_STALE, msg, msglen, "the sample is %.0f s %s",
+                           fabs(ref_time - p.t), p.t > ref_time ? "in the future" : "old");
     *value = p.v;
     if (msg != NULL && msglen > 0)
         msg[0] = '\0';

@@ -199,7 +199,7 @@ ms_err_t ms_prom_template_expand(const char *tmpl, const ms_prom_template_vars_t
         }
         if (quote == 0) {
             if (c == '#') { /* comment to the end of the line */
-                size_t n = strcspn(tmpl + i, "\n");
+                size_t n = strcspn(tmpl + i, "\r\n");
                 put(&b, tmpl + i, n);
                 i += n;
                 continue;

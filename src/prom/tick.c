@@ -365,9 +365,9 @@ static void set(ms_sample_t *s, ms_prom_why_t *w, ms_prom_reason_t reason, doubl
     s->value = s->present ? v : 0;
 }
 
-/* The value of a preset metric for one object. */
+/* The value of a preset metric for one object, and the pods it covers. */
 static void fill_preset(ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_metric_spec_t *m,
-                        ms_sample_t *s, ms_prom_why_t *w)
+                        ms_sample_t *s, ms_pods_t *pods, ms_prom_why_t *w)
 {
     ms_prom_kind_t kind = m->source == MS_SOURCE_SIDECAR_CPU ? MS_PROM_KIND_CPU
                           : m->proxy == MS_PROXY_ENVOY       ? MS_PROM_KIND_ENVOY
@@ -402,6 +402,13 @@ static void fill_preset(ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_m
         set(s, w, MS_PROM_STALE, 0, "the newest sample of some pod is older than the staleness limit");
         return;
     }
+    /* A usage or limit below 0 is a broken exporter, not a demand. */
+    if (f->usage_all < 0 || ((f->have & F_USAGE) && f->usage < 0) ||
+        ((f->have & F_LIMIT) && f->limit < 0)) {
+        set(s, w, MS_PROM_MALFORMED, 0,
+            "the exporter reported a negative usage or limit for this workload");
+        return;
+    }
     switch (m->target_type) {
     case MS_TARGET_UTILIZATION:
         /* Percent of the limit: the spec's per-pod limit, else the exported one. */
@@ -423,6 +430,9 @@ static void fill_preset(ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_m
         set(s, w, MS_PROM_OK, f->usage_all / f->pods, NULL); /* per pod */
         break;
     }
+    /* The pods that reported (f->pods > 0 here; no real count passes int32). */
+    pods->known = s->present;
+    pods->count = f->pods < INT32_MAX ? (int32_t)f->pods : INT32_MAX;
 }
 
 static void fill_user(const ms_prom_tick_t *t, int32_t plan, ms_sample_t *s, ms_prom_why_t *w)
@@ -458,7 +468,7 @@ static void fill_object(ms_prom_tick_t *t, const ms_prom_object_t *o, const int3
         if (m->source == MS_SOURCE_PROMETHEUS)
             fill_user(t, plan[SLOT_METRIC(i)], &obs->metrics[i], &out->metrics[i]);
         else
-            fill_preset(t, o, m, &obs->metrics[i], &out->metrics[i]);
+            fill_preset(t, o, m, &obs->metrics[i], &obs->metric_pods[i], &out->metrics[i]);
         fill_user(t, plan[SLOT_SAT_ADMITTED(i)], &obs->saturation[i].admitted,
                   &out->saturation_admitted[i]);
         fill_user(t, plan[SLOT_SAT_REJECTED(i)], &obs->saturation[i].rejected,
@@ -478,15 +488,32 @@ static double mono_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+typedef struct {
+    ms_prom_client_t *client;
+    const ms_prom_run_options_t *bounds;
+} client_run_t;
+
 static ms_err_t run_client(void *ctx, ms_prom_query_t *queries, size_t n)
 {
-    return ms_prom_run(ctx, queries, n);
+    client_run_t *r = ctx;
+    ms_prom_run_options_t none = {0};
+
+    return ms_prom_run_bounded(r->client, queries, n, r->bounds ? r->bounds : &none);
 }
 
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *t, ms_prom_client_t *client, const ms_prom_object_t *objs,
                           size_t n, double now, ms_prom_object_obs_t *out)
 {
-    return ms__prom_tick_run_with(t, run_client, client, objs, n, now, out);
+    return ms_prom_tick_run_bounded(t, client, objs, n, now, NULL, out);
+}
+
+ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *t, ms_prom_client_t *client,
+                                  const ms_prom_object_t *objs, size_t n, double now,
+                                  const ms_prom_run_options_t *bounds, ms_prom_object_obs_t *out)
+{
+    client_run_t r = {client, bounds};
+
+    return ms__prom_tick_run_with(t, run_client, &r, objs, n, now, out);
 }
 
 ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void *ctx,

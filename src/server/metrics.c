@@ -122,14 +122,17 @@ static uint64_t hash(const char *s)
     return h;
 }
 
-static char *join(const char *const *values, size_t n)
+/* The label values joined by '\x1f': into buf when they fit (every update
+ * of an existing series), else a new allocation the caller frees. NULL when
+ * that allocation fails. */
+static char *join(const char *const *values, size_t n, char *buf, size_t cap)
 {
     size_t len = 1;
     char *key, *p;
 
     for (size_t i = 0; i < n; i++)
         len += strlen(values[i] ? values[i] : "") + 1;
-    key = malloc(len);
+    key = len <= cap ? buf : malloc(len);
     if (key == NULL)
         return NULL;
     p = key;
@@ -177,7 +180,8 @@ static bool reindex(family_t *fam)
  * the controller over a metric). */
 static series_t *lookup(family_t *fam, const char *const *values, bool create)
 {
-    char *key = join(values, fam->nlabels);
+    char buf[512];
+    char *key = join(values, fam->nlabels, buf, sizeof buf);
     series_t *s = NULL;
     size_t slot;
 
@@ -188,7 +192,8 @@ static series_t *lookup(family_t *fam, const char *const *values, bool create)
         while (fam->index[slot] != 0) {
             size_t i = fam->index[slot];
             if (strcmp(fam->series[i - 1].key, key) == 0) {
-                free(key);
+                if (key != buf)
+                    free(key);
                 return &fam->series[i - 1];
             }
             slot = (slot + 1) & (fam->index_cap - 1);
@@ -196,6 +201,8 @@ static series_t *lookup(family_t *fam, const char *const *values, bool create)
     }
     if (!create)
         goto out;
+    if (key == buf && (key = strdup(buf)) == NULL)
+        return NULL;
     if (fam->nseries == fam->cap) {
         size_t cap = fam->cap ? fam->cap * 2 : 8;
         series_t *arr = realloc(fam->series, cap * sizeof *arr);
@@ -229,7 +236,8 @@ fail:
     series_free(s, fam->nlabels);
     s = NULL;
 out:
-    free(key);
+    if (key != buf)
+        free(key);
     return s;
 }
 

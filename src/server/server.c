@@ -3,22 +3,51 @@
  *
  * One lws context, one vhost per address, one service thread. Everything
  * lws does happens on that thread; the only call made from elsewhere is
- * lws_cancel_service() to wake it for shutdown (the one call lws allows).
- * A response is built whole when the request arrives (it is small) and
- * written out in chunks as the socket becomes writable.
+ * lws_cancel_service() to wake it (the one call lws allows). A response is
+ * built whole when it can be answered (it is small) and written out in
+ * chunks as the socket becomes writable.
+ *
+ * Secure metrics: a /metrics request with a bearer token becomes a check_t
+ * on a queue and its connection waits. The authorization thread runs the
+ * caller's callback for the oldest waiting check, marks it done and wakes
+ * the service thread (lws_cancel_service -> LWS_CALLBACK_EVENT_WAIT_CANCELLED),
+ * which asks for the connection to become writable and answers then. A
+ * check belongs to both its connection and the queue: whichever lets go
+ * last frees it, under the server's lock (a connection that closes while
+ * its check runs leaves it to the authorization thread).
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libwebsockets.h>
+#include <openssl/ssl.h>
 
 #include "meshscaler/log.h"
 #include "meshscaler/server.h"
+#include "meshscaler/xalloc.h"
+#include "server_internal.h"
 
 #define CHUNK 16384
+#define MAX_HEADER_DATA 16384  /* request headers with secure metrics: room for long tokens */
+#define AUTH_WAIT_SECONDS 30   /* a connection waits at most this long for its check */
+#define PEM_MAX (64u * 1024u)
+#define BUSY_TEXT "Too many authorization checks waiting\n"
 
 typedef enum { ROLE_METRICS = 0, ROLE_HEALTH } role_t;
+
+typedef enum { CHECK_QUEUED, CHECK_RUNNING, CHECK_DONE } check_state_t;
+
+/* One authorization check; see the top of the file for who frees it. */
+typedef struct check {
+    struct check *next;
+    struct lws *wsi; /* the waiting connection; NULL once it closed */
+    char *token;     /* owned; wiped once the callback returned */
+    check_state_t state;
+    bool woken;      /* done and its connection asked to become writable */
+    int result;      /* an ms_server_auth_t, when done */
+} check_t;
 
 struct ms_server {
     struct lws_context *ctx;
@@ -29,39 +58,273 @@ struct ms_server {
     pthread_t thread;
     bool thread_started;
     atomic_bool stop;
+    ms_buf_t cert_pem, key_pem; /* the self-signed certificate, when made */
+
+    /* Authorization: everything below under lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    check_t *checks; /* every live check, oldest first */
+    size_t nchecks;
+    bool busy_logged; /* the 503 was logged since the queue was last empty */
+    bool auth_stop;
+    pthread_t auth_thread;
+    bool auth_started;
 };
 
-/* Per connection: the response being written. */
+/* Per connection: the response being written, or the check it waits for. */
 typedef struct {
     ms_buf_t body;
     size_t sent;
+    check_t *check;
 } session_t;
 
 static const char *const role_names[] = {"metrics", "health"};
 
-static int respond(struct lws *wsi, session_t *ss, unsigned status, const char *type)
+/* ---- responses ---- */
+
+/* Write the headers (status, type, length, one optional extra) and ask to
+ * write the body. */
+static int respond_with(struct lws *wsi, session_t *ss, unsigned status, const char *type,
+                        const char *extra_name, const char *extra_value)
 {
     unsigned char buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
 
-    if (lws_add_http_common_headers(wsi, status, type, (lws_filepos_t)ss->body.len, &p, end) ||
-        lws_finalize_write_http_header(wsi, start, &p, end))
+    if (lws_add_http_common_headers(wsi, status, type, (lws_filepos_t)ss->body.len, &p, end))
+        return 1;
+    if (extra_name != NULL &&
+        lws_add_http_header_by_name(wsi, (const unsigned char *)extra_name,
+                                    (const unsigned char *)extra_value, (int)strlen(extra_value),
+                                    &p, end))
+        return 1;
+    if (lws_finalize_write_http_header(wsi, start, &p, end))
         return 1;
     lws_callback_on_writable(wsi);
     return 0;
 }
+
+static int respond(struct lws *wsi, session_t *ss, unsigned status, const char *type)
+{
+    return respond_with(wsi, ss, status, type, NULL, NULL);
+}
+
+static int respond_text(struct lws *wsi, session_t *ss, unsigned status, const char *text)
+{
+    ms_buf_append(&ss->body, text, strlen(text));
+    return respond(wsi, ss, status, "text/plain; charset=utf-8");
+}
+
+static int respond_metrics(struct lws *wsi, ms_server_t *s, session_t *ss)
+{
+    if (s->opts.metrics != NULL && ms_metrics_render(s->opts.metrics, &ss->body) != MS_OK) {
+        ms_buf_cleanup(&ss->body);
+        return respond_text(wsi, ss, HTTP_STATUS_INTERNAL_SERVER_ERROR, "cannot render metrics\n");
+    }
+    ms_buf_append(&ss->body, "", 0);
+    return respond(wsi, ss, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+static int respond_unauthorized(struct lws *wsi, session_t *ss)
+{
+    ms_buf_append(&ss->body, "Unauthorized\n", 13);
+    return respond_with(wsi, ss, HTTP_STATUS_UNAUTHORIZED, "text/plain; charset=utf-8",
+                        "www-authenticate:", "Bearer");
+}
+
+/* The answer to a /metrics request once its check is decided. */
+static int respond_decision(struct lws *wsi, ms_server_t *s, session_t *ss, int result)
+{
+    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+    switch (result) {
+    case MS_SERVER_AUTH_ALLOWED:
+        return respond_metrics(wsi, s, ss);
+    case MS_SERVER_AUTH_DENIED:
+        return respond_text(wsi, ss, HTTP_STATUS_FORBIDDEN,
+                            "Forbidden: the caller may not get /metrics\n");
+    case MS_SERVER_AUTH_UNAUTHENTICATED:
+        return respond_unauthorized(wsi, ss);
+    default:
+        return respond_text(wsi, ss, HTTP_STATUS_INTERNAL_SERVER_ERROR, "Authorization failed\n");
+    }
+}
+
+/* ---- authorization checks ---- */
+
+/* Unlink and free c; the caller holds the lock. */
+static void check_free(ms_server_t *s, check_t *c)
+{
+    for (check_t **at = &s->checks; *at != NULL; at = &(*at)->next) {
+        if (*at == c) {
+            *at = c->next;
+            if (--s->nchecks == 0)
+                s->busy_logged = false;
+            break;
+        }
+    }
+    if (c->token != NULL) {
+        explicit_bzero(c->token, strlen(c->token));
+        free(c->token);
+    }
+    free(c);
+}
+
+/* The token of an "Authorization: Bearer TOKEN" header into a new string
+ * (the caller wipes and frees it), or NULL when there is none. */
+static char *bearer_token(struct lws *wsi)
+{
+    int n = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
+    char *hdr, *tok, *token = NULL;
+    size_t len;
+
+    if (n <= 0 || n > MAX_HEADER_DATA)
+        return NULL;
+    hdr = ms_xmalloc((size_t)n + 1);
+    if (lws_hdr_copy(wsi, hdr, n + 1, WSI_TOKEN_HTTP_AUTHORIZATION) < 0)
+        goto out;
+    if (strncasecmp(hdr, "Bearer ", 7) != 0)
+        goto out;
+    for (tok = hdr + 7; *tok == ' '; tok++)
+        ;
+    len = strlen(tok);
+    while (len > 0 && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
+        len--;
+    if (len > 0 && memchr(tok, ' ', len) == NULL)
+        token = ms_xstrndup(tok, len);
+out:
+    explicit_bzero(hdr, (size_t)n + 1);
+    free(hdr);
+    return token;
+}
+
+/* Queue a check for this /metrics request; its connection waits. */
+static int ask_authorization(struct lws *wsi, ms_server_t *s, session_t *ss)
+{
+    char *token = bearer_token(wsi);
+    check_t *c;
+
+    if (token == NULL)
+        return respond_unauthorized(wsi, ss);
+    pthread_mutex_lock(&s->lock);
+    if (s->nchecks >= MS_SERVER_MAX_PENDING_AUTH) {
+        bool log = !s->busy_logged;
+
+        s->busy_logged = true;
+        pthread_mutex_unlock(&s->lock);
+        explicit_bzero(token, strlen(token));
+        free(token);
+        if (log) /* once until the queue empties: a flood must not flood the log */
+            MS_LOG_WARN("too many /metrics authorization checks waiting; answering 503",
+                        MS_I("waiting", MS_SERVER_MAX_PENDING_AUTH));
+        ms_buf_append(&ss->body, BUSY_TEXT, strlen(BUSY_TEXT));
+        return respond_with(wsi, ss, HTTP_STATUS_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+                            "retry-after:", "1");
+    }
+    c = ms_xcalloc(1, sizeof *c);
+    c->wsi = wsi;
+    c->token = token;
+    c->state = CHECK_QUEUED;
+    check_t **tail = &s->checks;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = c;
+    s->nchecks++;
+    ss->check = c;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, AUTH_WAIT_SECONDS);
+    return 0;
+}
+
+/* The authorization thread: one check at a time, oldest first. */
+static void *authorize_loop(void *arg)
+{
+    ms_server_t *s = arg;
+
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        check_t *c = s->checks;
+        int result;
+
+        while (c != NULL && c->state != CHECK_QUEUED)
+            c = c->next;
+        if (s->auth_stop)
+            break;
+        if (c == NULL) {
+            pthread_cond_wait(&s->wake, &s->lock);
+            continue;
+        }
+        c->state = CHECK_RUNNING;
+        pthread_mutex_unlock(&s->lock);
+        result = s->opts.authorize(s->opts.authorize_ctx, c->token);
+        pthread_mutex_lock(&s->lock);
+        explicit_bzero(c->token, strlen(c->token));
+        c->state = CHECK_DONE;
+        c->result = result;
+        if (c->wsi == NULL)
+            check_free(s, c); /* nobody waits for it any more */
+        pthread_mutex_unlock(&s->lock);
+        lws_cancel_service(s->ctx);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* On the service thread after lws_cancel_service(): wake every connection
+ * whose check is done. */
+static void wake_decided(ms_server_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    for (check_t *c = s->checks; c != NULL; c = c->next) {
+        if (c->state == CHECK_DONE && !c->woken && c->wsi != NULL) {
+            c->woken = true;
+            lws_callback_on_writable(c->wsi);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The connection goes away: let go of its check. */
+static void drop_check(ms_server_t *s, session_t *ss)
+{
+    if (ss->check == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    ss->check->wsi = NULL;
+    if (ss->check->state != CHECK_RUNNING)
+        check_free(s, ss->check);
+    pthread_mutex_unlock(&s->lock);
+    ss->check = NULL;
+}
+
+/* Writable while waiting: answer if the check is done (else a stray wake). */
+static int on_check_writable(struct lws *wsi, ms_server_t *s, session_t *ss)
+{
+    bool done;
+    int result = MS_SERVER_AUTH_ERROR;
+
+    pthread_mutex_lock(&s->lock);
+    done = ss->check->state == CHECK_DONE;
+    if (done) {
+        result = ss->check->result;
+        check_free(s, ss->check);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (!done)
+        return 0;
+    ss->check = NULL;
+    return respond_decision(wsi, s, ss, result);
+}
+
+/* ---- requests ---- */
 
 static int on_request(struct lws *wsi, ms_server_t *s, role_t role, session_t *ss, const char *uri)
 {
     ms_buf_init(&ss->body, 64u * 1024u * 1024u);
     ss->sent = 0;
     if (role == ROLE_METRICS && strcmp(uri, "/metrics") == 0) {
-        if (s->opts.metrics != NULL && ms_metrics_render(s->opts.metrics, &ss->body) != MS_OK) {
-            ms_buf_cleanup(&ss->body);
-            ms_buf_append(&ss->body, "cannot render metrics\n", 22);
-            return respond(wsi, ss, HTTP_STATUS_INTERNAL_SERVER_ERROR, "text/plain");
-        }
-        ms_buf_append(&ss->body, "", 0);
-        return respond(wsi, ss, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8");
+        if (s->opts.authorize != NULL)
+            return ask_authorization(wsi, s, ss);
+        return respond_metrics(wsi, s, ss);
     }
     if (role == ROLE_HEALTH && strcmp(uri, "/healthz") == 0) {
         bool alive = s->opts.alive == NULL || atomic_load(s->opts.alive);
@@ -100,18 +363,26 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 {
     session_t *ss = user;
     const struct lws_protocols *proto = lws_get_protocol(wsi);
-    ms_server_t *s = proto ? lws_context_user(lws_get_context(wsi)) : NULL;
+    ms_server_t *s = wsi ? lws_context_user(lws_get_context(wsi)) : NULL;
     role_t role = proto && proto->user ? *(const role_t *)proto->user : ROLE_METRICS;
 
     switch (reason) {
     case LWS_CALLBACK_HTTP:
         return on_request(wsi, s, role, ss, (const char *)in);
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        return ss != NULL ? on_writable(wsi, ss) : -1;
+        if (ss == NULL)
+            return -1;
+        return ss->check != NULL ? on_check_writable(wsi, s, ss) : on_writable(wsi, ss);
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        if (s != NULL && s->opts.authorize != NULL)
+            wake_decided(s);
+        break;
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
     case LWS_CALLBACK_CLOSED_HTTP:
-        if (ss != NULL)
+        if (ss != NULL) {
+            drop_check(s, ss);
             ms_buf_cleanup(&ss->body);
+        }
         break;
     default:
         break;
@@ -167,11 +438,66 @@ static void *serve(void *arg)
     return NULL;
 }
 
+/* TLS for the metrics vhost: the files (checked first), or a self-signed
+ * certificate made now and kept in s until stop. HTTP/1.1 only (as
+ * kubebuilder's scaffold turns HTTP/2 off for metrics), TLS 1.2 or later. */
+static ms_err_t metrics_tls(ms_server_t *s, struct lws_context_creation_info *vi, char *errbuf,
+                            size_t errlen)
+{
+    const ms_server_options_t *o = &s->opts;
+    ms_err_t err;
+
+    if (o->tls_cert_file != NULL) {
+        err = ms__server_tls_check_files(o->tls_cert_file, o->tls_key_file, errbuf, errlen);
+        if (err)
+            return err;
+        vi->ssl_cert_filepath = o->tls_cert_file;
+        vi->ssl_private_key_filepath = o->tls_key_file;
+        MS_LOG_INFO("serving /metrics over HTTPS", MS_S("certificate", o->tls_cert_file),
+                    MS_S("key", o->tls_key_file));
+    } else {
+        err = ms_server_self_signed_cert(&s->cert_pem, &s->key_pem, errbuf, errlen);
+        if (err)
+            return err;
+        vi->server_ssl_cert_mem = s->cert_pem.data;
+        vi->server_ssl_cert_mem_len = (unsigned int)s->cert_pem.len;
+        vi->server_ssl_private_key_mem = s->key_pem.data;
+        vi->server_ssl_private_key_mem_len = (unsigned int)s->key_pem.len;
+        MS_LOG_INFO("serving /metrics over HTTPS with a self-signed certificate (EC P-256, "
+                    "localhost, one year); give --metrics-cert-dir for one clients can verify");
+    }
+    vi->options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT; /* lws reads it per vhost too */
+    vi->alpn = "http/1.1";
+    vi->ssl_options_set = SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+    return MS_OK;
+}
+
+/* Options that cannot work together. */
+static ms_err_t check_options(const ms_server_options_t *o, const char *const *addrs,
+                              char *errbuf, size_t errlen)
+{
+    /* One address for both would leave one endpoint unreachable while the
+     * other answers: a readiness probe that can never pass. */
+    if (!addr_off(addrs[0]) && !addr_off(addrs[1]) && strcmp(addrs[0], addrs[1]) == 0 &&
+        strcmp(strrchr(addrs[0], ':') ? strrchr(addrs[0], ':') : "", ":0") != 0)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "the metrics and health-probe addresses are both %s; give each its own port",
+                       addrs[0]);
+    if (o->authorize != NULL && !o->metrics_tls)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "authorizing /metrics needs TLS: bearer tokens must not travel in clear");
+    if ((o->tls_cert_file == NULL) != (o->tls_key_file == NULL))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "a TLS certificate needs its key, and a key its certificate");
+    return MS_OK;
+}
+
 ms_server_t *ms_server_start(const ms_server_options_t *opts, char *errbuf, size_t errlen)
 {
     struct lws_context_creation_info info;
     ms_server_t *s = calloc(1, sizeof *s);
     const char *addrs[2] = {opts->metrics_addr, opts->health_addr};
+    bool tls = opts->metrics_tls && !addr_off(opts->metrics_addr);
 
     if (s == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory starting the HTTP server");
@@ -179,20 +505,21 @@ ms_server_t *ms_server_start(const ms_server_options_t *opts, char *errbuf, size
     }
     s->opts = *opts;
     atomic_init(&s->stop, false);
-    /* One address for both would leave one endpoint unreachable while the
-     * other answers: a readiness probe that can never pass. */
-    if (!addr_off(addrs[0]) && !addr_off(addrs[1]) && strcmp(addrs[0], addrs[1]) == 0 &&
-        strcmp(strrchr(addrs[0], ':') ? strrchr(addrs[0], ':') : "", ":0") != 0) {
-        ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                "the metrics and health-probe addresses are both %s; give each its own port",
-                addrs[0]);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    ms_buf_init(&s->cert_pem, PEM_MAX);
+    ms_buf_init(&s->key_pem, PEM_MAX);
+    if (check_options(opts, addrs, errbuf, errlen) != MS_OK)
         goto fail;
-    }
     lws_set_log_level(LLL_ERR | LLL_WARN, lws_log);
 
     memset(&info, 0, sizeof info);
     info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS | LWS_SERVER_OPTION_DISABLE_IPV6 |
                    LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
+    if (tls)
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+    if (opts->authorize != NULL)
+        info.max_http_header_data = MAX_HEADER_DATA; /* service account tokens are ~1 KB, OIDC more */
     info.user = s;
     s->ctx = lws_create_context(&info);
     if (s->ctx == NULL) {
@@ -221,12 +548,21 @@ ms_server_t *ms_server_start(const ms_server_options_t *opts, char *errbuf, size
         vi.iface = host[0] ? host : NULL;
         vi.protocols = s->protocols[r];
         vi.options = LWS_SERVER_OPTION_DISABLE_IPV6 | LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
+        if (r == ROLE_METRICS && tls && metrics_tls(s, &vi, errbuf, errlen) != MS_OK)
+            goto fail;
         s->vhosts[r] = lws_create_vhost(s->ctx, &vi);
         if (s->vhosts[r] == NULL) {
-            ms_errf(errbuf, errlen, MS_ERR_IO, "cannot listen on %s address %s", role_names[r],
-                    addrs[r]);
+            ms_errf(errbuf, errlen, MS_ERR_IO, "cannot listen on %s address %s%s", role_names[r],
+                    addrs[r], r == ROLE_METRICS && tls ? " (or set up its TLS)" : "");
             goto fail;
         }
+    }
+    if (opts->authorize != NULL && s->vhosts[ROLE_METRICS] != NULL) {
+        if (pthread_create(&s->auth_thread, NULL, authorize_loop, s) != 0) {
+            ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start the authorization thread");
+            goto fail;
+        }
+        s->auth_started = true;
     }
     if (pthread_create(&s->thread, NULL, serve, s) != 0) {
         ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start the HTTP server thread");
@@ -258,7 +594,23 @@ void ms_server_stop(ms_server_t *s)
         lws_cancel_service(s->ctx);
         pthread_join(s->thread, NULL);
     }
+    if (s->auth_started) {
+        pthread_mutex_lock(&s->lock);
+        s->auth_stop = true;
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->auth_thread, NULL);
+    }
+    /* Closing the connections lets go of their checks (drop_check). */
     if (s->ctx != NULL)
         lws_context_destroy(s->ctx);
+    while (s->checks != NULL)
+        check_free(s, s->checks);
+    if (s->key_pem.data != NULL)
+        explicit_bzero(s->key_pem.data, s->key_pem.len);
+    ms_buf_cleanup(&s->key_pem);
+    ms_buf_cleanup(&s->cert_pem);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }

@@ -198,7 +198,10 @@ def render_case(case, path):
                          "argoproj.io": {"rollouts": ["get", "patch", "update"]}}, f"scale rules {scale}")
         want = {("autoscaling.meshscaler.io", "meshautoscalers"): ["get", "list", "watch"],
                 ("autoscaling.meshscaler.io", "meshautoscalers/status"): ["get", "patch", "update"],
-                ("", "pods"): ["get", "list"],
+                ("apps", "deployments"): ["get", "list", "watch"],
+                ("apps", "statefulsets"): ["get", "list", "watch"],
+                ("apps", "replicasets"): ["get", "list", "watch"],
+                ("", "pods"): ["get", "list", "watch"],
                 ("autoscaling", "horizontalpodautoscalers"): ["get", "list", "watch"],
                 ("", "events"): ["create", "patch"],
                 ("events.k8s.io", "events"): ["create", "patch"]}

@@ -670,6 +670,112 @@ static void test_config_missing_file(void **state)
     ms_controller_options_cleanup(&o);
 }
 
+/* --user-queries / userQueries: allow (the default, for compatibility),
+ * namespaced or deny. */
+static void test_user_queries(void **state)
+{
+    ms_controller_options_t o;
+    char err[MS_ERRBUF_SIZE];
+    const char *flags[] = {"--user-queries=deny", NULL};
+
+    (void)state;
+    assert_int_equal(PARSE(&o, err, URL), MS_OK);
+    assert_int_equal(o.user_queries, MS_USER_QUERIES_ALLOW);
+    ms_controller_options_cleanup(&o);
+    assert_int_equal(PARSE(&o, err, URL, "--user-queries", "namespaced"), MS_OK);
+    assert_int_equal(o.user_queries, MS_USER_QUERIES_NAMESPACED);
+    ms_controller_options_cleanup(&o);
+    assert_int_equal(PARSE(&o, err, URL, "--user-queries=deny", "--user-queries=allow"), MS_OK);
+    assert_int_equal(o.user_queries, MS_USER_QUERIES_ALLOW); /* the last one wins */
+    ms_controller_options_cleanup(&o);
+    EXPECT_ERROR("--user-queries: \"Namespaced\" is not one of allow, namespaced, deny", URL,
+                 "--user-queries=Namespaced");
+    EXPECT_ERROR("--user-queries: \"\" is not one of allow, namespaced, deny", URL,
+                 "--user-queries=");
+    EXPECT_ERROR("--user-queries: needs a value", URL, "--user-queries");
+
+    /* From the file, and the flag over the file. */
+    assert_int_equal(parse_with_config(&o, err,
+                                       "prometheusUrl: http://prom:9090\n"
+                                       "userQueries: namespaced\n",
+                                       NULL),
+                     MS_OK);
+    assert_int_equal(o.user_queries, MS_USER_QUERIES_NAMESPACED);
+    ms_controller_options_cleanup(&o);
+    assert_int_equal(parse_with_config(&o, err,
+                                       "prometheusUrl: http://prom:9090\n"
+                                       "userQueries: namespaced\n",
+                                       flags),
+                     MS_OK);
+    assert_int_equal(o.user_queries, MS_USER_QUERIES_DENY);
+    ms_controller_options_cleanup(&o);
+    EXPECT_CONFIG_ERROR("prometheusUrl: http://prom:9090\nuserQueries: all\n",
+                        "config.yaml: userQueries: \"all\" is not one of allow, namespaced, deny");
+
+    assert_non_null(strstr(ms_controller_options_help(), "--user-queries allow|namespaced|deny"));
+    assert_non_null(strstr(ms_controller_options_help(), "userQueries"));
+}
+
+/* --metrics-secure / --metrics-cert-dir (metricsSecure / metricsCertDir):
+ * off by default, a directory only together with --metrics-secure. */
+static void test_metrics_secure(void **state)
+{
+    ms_controller_options_t o;
+    char err[MS_ERRBUF_SIZE];
+    const char *off[] = {"--metrics-secure=false", NULL};
+    const char *h = ms_controller_options_help();
+
+    (void)state;
+    assert_int_equal(PARSE(&o, err, URL), MS_OK);
+    assert_false(o.metrics_secure); /* HTTP scrapes of earlier set-ups keep working */
+    assert_null(o.metrics_cert_dir);
+    ms_controller_options_cleanup(&o);
+    assert_int_equal(PARSE(&o, err, URL, "--metrics-secure"), MS_OK);
+    assert_true(o.metrics_secure);
+    assert_null(o.metrics_cert_dir); /* a self-signed certificate */
+    ms_controller_options_cleanup(&o);
+    assert_int_equal(PARSE(&o, err, URL, "--metrics-secure=true", "--metrics-cert-dir",
+                           "/etc/meshscaler/metrics-tls"),
+                     MS_OK);
+    assert_true(o.metrics_secure);
+    assert_string_equal(o.metrics_cert_dir, "/etc/meshscaler/metrics-tls");
+    ms_controller_options_cleanup(&o);
+    EXPECT_ERROR("--metrics-cert-dir needs --metrics-secure as well", URL,
+                 "--metrics-cert-dir=/tls");
+    EXPECT_ERROR("--metrics-cert-dir: needs a non-empty value", URL, "--metrics-secure",
+                 "--metrics-cert-dir=");
+    EXPECT_ERROR("--metrics-secure: \"yes\" is not a boolean (want true or false)", URL,
+                 "--metrics-secure=yes");
+
+    /* From the file; a flag turns it off again, and then the file's
+     * directory is refused by name. */
+    assert_int_equal(parse_with_config(&o, err,
+                                       "prometheusUrl: http://prom:9090\n"
+                                       "metricsSecure: true\n"
+                                       "metricsCertDir: /tls\n",
+                                       NULL),
+                     MS_OK);
+    assert_true(o.metrics_secure);
+    assert_string_equal(o.metrics_cert_dir, "/tls");
+    ms_controller_options_cleanup(&o);
+    assert_int_not_equal(parse_with_config(&o, err,
+                                           "prometheusUrl: http://prom:9090\n"
+                                           "metricsSecure: true\n"
+                                           "metricsCertDir: /tls\n",
+                                           off),
+                         MS_OK);
+    assert_string_equal(err, "config.yaml: metricsCertDir needs --metrics-secure as well");
+    ms_controller_options_cleanup(&o);
+    EXPECT_CONFIG_ERROR("prometheusUrl: http://prom:9090\nmetricsSecure: on\n",
+                        "config.yaml: metricsSecure: \"on\" is not a boolean (want true or "
+                        "false)");
+
+    assert_non_null(strstr(h, "--metrics-secure"));
+    assert_non_null(strstr(h, "--metrics-cert-dir DIR"));
+    assert_non_null(strstr(h, "metricsSecure"));
+    assert_non_null(strstr(h, "metricsCertDir"));
+}
+
 static void test_namespace_file(void **state)
 {
     char path[64], ns[64];
@@ -706,6 +812,8 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_missing_file),
         cmocka_unit_test(test_namespace_file),
+        cmocka_unit_test(test_metrics_secure),
+        cmocka_unit_test(test_user_queries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,6 +152,272 @@ static void largest_ask_wins(void **state)
     assert_int_equal(d.recommendation, 6);
 }
 
+/* ---- step 3: partial observations (HPA's missing-pods rule) ---- */
+
+/* One metric observed by `pods` of `ready` pods at current replicas. */
+static ms_observation_t obs_partial(int32_t current, int32_t ready, double value, int32_t pods)
+{
+    ms_observation_t o = obs_at(0, current, value);
+
+    o.ready_replicas = ready;
+    o.metric_pods[0] = (ms_pods_t){true, pods};
+    return o;
+}
+
+/* The metric's ask for one fresh decision. */
+static ms_metric_result_t ask_partial(const ms_spec_t *s, ms_observation_t o)
+{
+    ms_engine_memory_t mem;
+
+    ms_engine_memory_init(&mem);
+    return decide(s, &mem, o).metrics[0];
+}
+
+static void partial_utilization_low_counts_missing_pods_busy(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+
+    /* 8 of 10 pods at 20%: r = 20/70 = 0.286 < 1, the 2 missing count as
+     * max(100, 70) = 100: v' = (20*8 + 100*2)/10 = 36, r' = 36/70 = 0.514,
+     * ask ceil(0.514 * 10) = ceil(5.14) = 6 (without the rule: ceil(2.86) = 3). */
+    m = ask_partial(&s, obs_partial(10, 10, 20, 8));
+    assert_true(m.partial);
+    assert_true(fabs(m.partial_value - 36) < 1e-9);
+    assert_true(fabs(m.partial_ratio - 36.0 / 70) < 1e-9);
+    assert_int_equal(m.replicas, 6);
+    assert_int_equal(m.pods.count, 8);
+    assert_true(m.effective.value == 20); /* the effective value stays as observed */
+}
+
+static void partial_utilization_fill_is_the_target_above_100(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 150, 1, 40);
+
+    /* 5 of 10 pods at 30%: r = 30/150 = 0.2 < 1, missing count as
+     * max(100, 150) = 150: v' = (30*5 + 150*5)/10 = 90, r' = 0.6,
+     * ask ceil(6) = 6 (a fill of 100 would give v' = 65, ask ceil(4.33) = 5). */
+    m = ask_partial(&s, obs_partial(10, 10, 30, 5));
+    assert_true(fabs(m.partial_value - 90) < 1e-9);
+    assert_int_equal(m.replicas, 6);
+}
+
+static void partial_utilization_high_counts_missing_pods_idle(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
+
+    /* 8 of 10 pods at 100%: r = 2 > 1, the 2 missing count as 0:
+     * v' = 100*8/10 = 80, r' = 1.6, ask ceil(16) = 16 (without: ceil(20) = 20). */
+    m = ask_partial(&s, obs_partial(10, 10, 100, 8));
+    assert_true(m.partial);
+    assert_true(fabs(m.partial_value - 80) < 1e-9);
+    assert_int_equal(m.replicas, 16);
+}
+
+static void partial_average_value_low_adds_the_target_per_missing_pod(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    (void)state;
+    spec_one(&s, MS_TARGET_AVERAGE_VALUE, 100, 1, 40);
+
+    /* 6 of 10 pods report a total of 300: r = 300/(100*10) = 0.3 < 1;
+     * v' = 300 + 100*4 = 700, r' = 700/(100*10) = 0.7 (outside the band),
+     * ask ceil(700/100) = 7 (without the rule: ceil(3) = 3). */
+    m = ask_partial(&s, obs_partial(10, 10, 300, 6));
+    assert_true(m.partial);
+    assert_true(fabs(m.partial_value - 700) < 1e-9);
+    assert_true(fabs(m.partial_ratio - 0.7) < 1e-9);
+    assert_int_equal(m.replicas, 7);
+}
+
+static void partial_average_value_high_keeps_the_total(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    (void)state;
+    spec_one(&s, MS_TARGET_AVERAGE_VALUE, 100, 1, 40);
+
+    /* 6 of 10 pods report 1500: r = 1.5 > 1, v' = v = 1500, r' = 1.5,
+     * ask ceil(15) = 15: the missing pods add nothing to scale for. */
+    m = ask_partial(&s, obs_partial(10, 10, 1500, 6));
+    assert_true(m.partial);
+    assert_true(m.partial_value == 1500);
+    assert_int_equal(m.replicas, 15);
+}
+
+static void partial_ratio_exactly_one_asks_current(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
+
+    /* 5 of 10 pods at exactly the target: r = 50/50 = 1, nothing is filled
+     * (a busy fill would read (250 + 500)/10 = 75, r' = 1.5, ask 15): asks 10. */
+    m = ask_partial(&s, obs_partial(10, 10, 50, 5));
+    assert_true(m.partial);
+    assert_true(m.partial_value == 50);
+    assert_int_equal(m.replicas, 10);
+}
+
+static void partial_ratio_inside_the_band_asks_current(void **state)
+{
+    ms_spec_t s;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
+
+    /* 7 of 10 pods at 75%: r = 1.5, v' = 75*7/10 = 52.5, r' = 1.05, inside
+     * [0.9, 1.1]: asks 10 (without the rule: ceil(15) = 15). */
+    assert_int_equal(ask_partial(&s, obs_partial(10, 10, 75, 7)).replicas, 10);
+
+    /* The scenario partial-scrape's first tick: 3 of 8 pods at 20%, target
+     * 70: v' = (20*3 + 100*5)/8 = 70, r' = 1: asks 8 (without: ceil(2.29) = 3). */
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    assert_int_equal(ask_partial(&s, obs_partial(8, 8, 20, 3)).replicas, 8);
+}
+
+static void partial_ratios_on_opposite_sides_ask_current(void **state)
+{
+    ms_spec_t s;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+
+    /* r < 1, r' > 1: 2 of 10 pods at 60%: r = 0.857 (outside the band),
+     * v' = (60*2 + 100*8)/10 = 92, r' = 1.314: asks 10 (without: ceil(8.57) = 9). */
+    assert_int_equal(ask_partial(&s, obs_partial(10, 10, 60, 2)).replicas, 10);
+
+    /* r > 1, r' < 1: 5 of 10 pods at 80%, target 50: r = 1.6,
+     * v' = 80*5/10 = 40, r' = 0.8: asks 10 (without: ceil(16) = 16). */
+    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
+    assert_int_equal(ask_partial(&s, obs_partial(10, 10, 80, 5)).replicas, 10);
+
+    /* AverageValue r < 1, r' > 1: 2 of 10 pods report 500, target 100:
+     * r = 500/1000 = 0.5, v' = 500 + 100*8 = 1300, r' = 1.3: asks 10. */
+    spec_one(&s, MS_TARGET_AVERAGE_VALUE, 100, 1, 40);
+    assert_int_equal(ask_partial(&s, obs_partial(10, 10, 500, 2)).replicas, 10);
+}
+
+static void partial_ask_against_the_ratio_asks_current(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 100, 1, 40);
+
+    /* A surge: current 4, ready 10, 5 pods report 0%: r = 0, fill 100:
+     * v' = (0 + 100*5)/10 = 50, r' = 0.5 < 1, but ceil(0.5 * 10) = 5 > 4:
+     * the ask would scale up on a reading below target, so asks 4. */
+    m = ask_partial(&s, obs_partial(4, 10, 0, 5));
+    assert_true(fabs(m.partial_ratio - 0.5) < 1e-9);
+    assert_int_equal(m.replicas, 4);
+
+    /* Fewer ready than current: current 10, ready 4, 2 pods at 150%,
+     * target 50: r = 3, v' = 150*2/4 = 75, r' = 1.5 > 1, but
+     * ceil(1.5 * 4) = 6 < 10: asks 10 (without the rule: ceil(12) = 12). */
+    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
+    m = ask_partial(&s, obs_partial(10, 4, 150, 2));
+    assert_true(fabs(m.partial_ratio - 1.5) < 1e-9);
+    assert_int_equal(m.replicas, 10);
+}
+
+static void partial_rule_needs_fewer_pods_than_ready(void **state)
+{
+    ms_spec_t s;
+    ms_metric_result_t m;
+    ms_observation_t o;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+
+    /* pods == ready: 20% on 8 of 8: plain r = 0.286, ask ceil(2.29) = 3. */
+    m = ask_partial(&s, obs_partial(8, 8, 20, 8));
+    assert_false(m.partial);
+    assert_int_equal(m.replicas, 3);
+    /* pods > ready (a rollout's terminating pods still report): the same. */
+    m = ask_partial(&s, obs_partial(8, 8, 20, 11));
+    assert_false(m.partial);
+    assert_int_equal(m.replicas, 3);
+    /* pods not known (a user query): the same. */
+    o = obs_partial(8, 8, 20, 3);
+    o.metric_pods[0].known = false;
+    assert_int_equal(ask_partial(&s, o).replicas, 3);
+    /* a Value target is a whole-metric comparison: 250 vs 100 on 2 of 5
+     * pods: plain r = 2.5, ask ceil(2.5 * 5) = 13. */
+    spec_one(&s, MS_TARGET_VALUE, 100, 1, 40);
+    m = ask_partial(&s, obs_partial(5, 5, 250, 2));
+    assert_false(m.partial);
+    assert_int_equal(m.replicas, 13);
+}
+
+static void partial_rule_uses_the_effective_value(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
+    s.saturation[0].enabled = true;
+    ms_engine_memory_init(&mem);
+
+    /* 50% on 5 of 10 pods is r = 1, but half the requests were rejected:
+     * effective 50 * (100 + 100)/100 = 100, r = 2 > 1, fill 0:
+     * v' = 100*5/10 = 50, r' = 1: inside the band, asks 10. */
+    o = obs_partial(10, 10, 50, 5);
+    o.saturation[0].admitted = (ms_sample_t){true, 100};
+    o.saturation[0].rejected = (ms_sample_t){true, 100};
+    d = decide(&s, &mem, o);
+    assert_true(d.metrics[0].effective.value == 100);
+    assert_true(d.metrics[0].partial_value == 50);
+    assert_int_equal(d.metrics[0].replicas, 10);
+}
+
+static void partial_negative_pod_count_is_refused(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem, before;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    ms_engine_memory_init(&mem);
+    before = mem;
+    o = obs_partial(8, 8, 20, -1);
+    assert_int_equal(ms_engine_decide(&s, &mem, &o, &d), MS_ERR_INVALID);
+    assert_memory_equal(&mem, &before, sizeof mem);
+}
+
+static void partial_observation_is_explained(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    char buf[512];
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_partial(10, 10, 20, 8)); /* v' = 36, asks 6 */
+    ms_decision_explain(&s, &d, buf, sizeof buf);
+    assert_non_null(strstr(buf, "m 20 (8 of 10 pods reported, 36 with the rest counted busy) asks 6"));
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_partial(10, 10, 140, 8)); /* r = 2: v' = 112, r' = 1.6, asks 16 */
+    ms_decision_explain(&s, &d, buf, sizeof buf);
+    assert_non_null(strstr(buf, "m 140 (8 of 10 pods reported, 112 with the rest counted idle) asks 16"));
+    ms_engine_memory_init(&mem);
+    d = decide(&s, &mem, obs_partial(10, 10, 70, 8)); /* r = 1: nothing filled */
+    ms_decision_explain(&s, &d, buf, sizeof buf);
+    assert_non_null(strstr(buf, "m 70 (8 of 10 pods reported) asks 10"));
+}
+
 /* ---- step 1: out of range ---- */
 
 static void out_of_range_skips_the_rest(void **state)
@@ -270,6 +536,7 @@ static void fallback_current_if_higher_keeps_a_larger_count(void **state)
     ms_engine_memory_t mem;
     ms_observation_t o;
     ms_decision_t d;
+    char buf[512];
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
     s.fallback = (ms_fallback_spec_t){true, 1, 5, MS_FALLBACK_CURRENT_IF_HIGHER};
@@ -279,12 +546,43 @@ static void fallback_current_if_higher_keeps_a_larger_count(void **state)
     d = decide(&s, &mem, o);
     assert_int_equal(d.recommendation, 9);
     assert_int_equal(d.desired_replicas, 9);
+    ms_decision_explain(&s, &d, buf, sizeof buf);
+    assert_non_null(strstr(buf, "fallback 5, CurrentIfHigher keeps 9; recommendation 9"));
 
     s.fallback.mode = MS_FALLBACK_STATIC; /* Static would shrink, after the window */
     ms_engine_memory_init(&mem);
     d = decide(&s, &mem, o);
     assert_int_equal(d.recommendation, 5);
     assert_int_equal(d.desired_replicas, 9);
+    ms_decision_explain(&s, &d, buf, sizeof buf);
+    assert_non_null(strstr(buf, "fallback 5; recommendation 5"));
+}
+
+static void fallback_defaults_to_current_if_higher(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_observation_t o;
+    ms_decision_t d;
+    (void)state;
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
+    s.fallback.enabled = true; /* threshold and mode as ms_spec_init() left them */
+    s.fallback.replicas = 5;
+    assert_int_equal(s.fallback.mode, MS_FALLBACK_CURRENT_IF_HIGHER);
+    ms_engine_memory_init(&mem);
+    o = obs_at(0, 9, 0);
+    o.metrics[0].present = false;
+    for (int tick = 0; tick < 3; tick++) { /* the default threshold is 3 */
+        o.now = 15 * tick;
+        d = decide(&s, &mem, o);
+    }
+    assert_true(d.fallback_used);
+    assert_int_equal(d.recommendation, 9); /* 9 > 5: never lowered */
+    o.current_replicas = 3;
+    o.ready_replicas = 3;
+    o.now = 45;
+    d = decide(&s, &mem, o);
+    assert_int_equal(d.recommendation, 5); /* 3 < 5: raised */
 }
 
 static void without_fallback_all_missing_holds_forever(void **state)
@@ -747,11 +1045,25 @@ int main(void)
         cmocka_unit_test(average_value_divides_the_total),
         cmocka_unit_test(huge_values_saturate_instead_of_overflowing),
         cmocka_unit_test(largest_ask_wins),
+        cmocka_unit_test(partial_utilization_low_counts_missing_pods_busy),
+        cmocka_unit_test(partial_utilization_fill_is_the_target_above_100),
+        cmocka_unit_test(partial_utilization_high_counts_missing_pods_idle),
+        cmocka_unit_test(partial_average_value_low_adds_the_target_per_missing_pod),
+        cmocka_unit_test(partial_average_value_high_keeps_the_total),
+        cmocka_unit_test(partial_ratio_exactly_one_asks_current),
+        cmocka_unit_test(partial_ratio_inside_the_band_asks_current),
+        cmocka_unit_test(partial_ratios_on_opposite_sides_ask_current),
+        cmocka_unit_test(partial_ask_against_the_ratio_asks_current),
+        cmocka_unit_test(partial_rule_needs_fewer_pods_than_ready),
+        cmocka_unit_test(partial_rule_uses_the_effective_value),
+        cmocka_unit_test(partial_negative_pod_count_is_refused),
+        cmocka_unit_test(partial_observation_is_explained),
         cmocka_unit_test(out_of_range_skips_the_rest),
         cmocka_unit_test(a_fresh_memory_never_scales_down_inside_the_window),
         cmocka_unit_test(missing_metric_never_scales_down),
         cmocka_unit_test(fallback_counts_and_resets),
         cmocka_unit_test(fallback_current_if_higher_keeps_a_larger_count),
+        cmocka_unit_test(fallback_defaults_to_current_if_higher),
         cmocka_unit_test(without_fallback_all_missing_holds_forever),
         cmocka_unit_test(saturation_reveals_rejected_demand),
         cmocka_unit_test(saturation_overflow_reads_as_the_largest_demand),

@@ -211,6 +211,32 @@ static void test_staleness(void **state)
     ms_prom_result_cleanup(&r);
 }
 
+/* Clock skew: a sample from the future is as stale as an old one once it is
+ * further away than the limit; exactly at the limit both ways it is fresh. */
+static void test_staleness_both_ways(void **state)
+{
+    ms_prom_result_t r;
+    double v = UNTOUCHED, t;
+    char msg[MS_ERRBUF_SIZE];
+    (void)state;
+
+    decode_fixture("200-vector-one.json", &r);
+    t = r.series[0].points[0].t;
+    assert_int_equal(ms_prom_result_number(&r, t - 301, 300, &v, msg, sizeof msg), MS_PROM_STALE);
+    assert_true(v == UNTOUCHED);
+    assert_non_null(strstr(msg, "301 s in the future"));
+    assert_int_equal(ms_prom_result_number(&r, t - 300, 300, &v, msg, sizeof msg), MS_PROM_OK);
+    assert_true(v == 1);
+    v = UNTOUCHED;
+    assert_int_equal(ms_prom_result_number(&r, t + 300, 300, &v, msg, sizeof msg), MS_PROM_OK);
+    assert_true(v == 1);
+    v = UNTOUCHED;
+    assert_int_equal(ms_prom_result_number(&r, t - 60, 300, &v, msg, sizeof msg), MS_PROM_OK);
+    /* no limit: any skew passes */
+    assert_int_equal(ms_prom_result_number(&r, t - 9999, 0, &v, msg, sizeof msg), MS_PROM_OK);
+    ms_prom_result_cleanup(&r);
+}
+
 /* Every prefix of a real response: never a crash, never a value unless it
  * is the whole body; JSON cut short is TRUNCATED. */
 static void test_every_truncation(void **state)
@@ -370,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_string_result),
         cmocka_unit_test(test_warnings_keep_the_value),
         cmocka_unit_test(test_staleness),
+        cmocka_unit_test(test_staleness_both_ways),
         cmocka_unit_test(test_every_truncation),
         cmocka_unit_test(test_garbage_and_odd_bodies),
         cmocka_unit_test(test_transport_failures),

@@ -28,7 +28,7 @@ typedef struct {
 } route_t;
 
 typedef struct {
-    const route_t *routes;
+    const route_t *routes; /* fixture: a file name, or a body starting with '{' */
     size_t nroutes;
     size_t calls;
     size_t queries;
@@ -91,7 +91,10 @@ static ms_err_t run_fixtures(void *ctx, ms_prom_query_t *qs, size_t n)
                 fixture = rr->routes[k].fixture;
         if (fixture == NULL)
             fail_msg("no fixture answers %s", qs[i].query);
-        decode_file(fixture, &qs[i].result);
+        if (fixture[0] == '{') /* a hand-written body, for what no exporter records */
+            ms_prom_decode(fixture, strlen(fixture), 200, &qs[i].result);
+        else
+            decode_file(fixture, &qs[i].result);
     }
     return rr->fail_batch;
 }
@@ -320,6 +323,97 @@ static void test_cpu_preset_one_query_for_all_containers(void **state)
     ms_spec_cleanup(&linkerd);
 }
 
+/* The pods each preset value covers reach the observation (the engine's
+ * missing-pods rule); user PromQL cannot say, and a missing value has none. */
+static void test_preset_pod_counts(void **state)
+{
+    ms_spec_t envoy, cpu, user;
+    fixture_t f = {0};
+    ms_prom_object_t objs[4];
+    const ms_pods_t *pods;
+    (void)state;
+
+    spec_concurrency(&envoy, MS_PROXY_ENVOY, 10);
+    ms_spec_init(&cpu);
+    add_metric(&cpu, MS_SOURCE_SIDECAR_CPU, 0, MS_TARGET_AVERAGE_VALUE, 0.5);
+    cpu.metrics[0].container = strdup("istio-proxy");
+    ms_spec_init(&user);
+    add_metric(&user, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_AVERAGE_VALUE, 10);
+    user.metrics[0].query = strdup("sum(one_series)");
+    objs[0] = object(&envoy, "shop", "api"); /* 2 pods report */
+    objs[1] = object(&envoy, "mesh", "web"); /* 1 pod, no exported limit */
+    objs[2] = object(&cpu, "shop", "api");   /* 2 istio-proxy containers */
+    objs[3] = object(&user, "shop", "api");
+    run(&f, objs, 4, 0);
+
+    pods = f.out[0].obs.metric_pods;
+    for (size_t m = 0; m < 4; m++) {
+        assert_true(pods[m].known);
+        assert_int_equal(pods[m].count, 2);
+    }
+    pods = f.out[1].obs.metric_pods;
+    expect(&f.out[1], 0, MS_PROM_NO_LIMIT, 0);
+    assert_false(pods[0].known); /* missing: no count either */
+    expect(&f.out[1], 3, MS_PROM_OK, 50);
+    assert_true(pods[3].known);
+    assert_int_equal(pods[3].count, 1);
+    expect_near(&f.out[2], 0, MS_PROM_OK, 0.4, 0.004);
+    assert_true(f.out[2].obs.metric_pods[0].known);
+    assert_int_equal(f.out[2].obs.metric_pods[0].count, 2);
+    expect(&f.out[3], 0, MS_PROM_OK, 1);
+    assert_false(f.out[3].obs.metric_pods[0].known);
+    done(&f);
+    ms_spec_cleanup(&envoy);
+    ms_spec_cleanup(&cpu);
+    ms_spec_cleanup(&user);
+}
+
+/* A preset field per (workload, field): "wl", "usage", "-3" in a vector. */
+#define PRESET_ROW(wl, field, v)                                                                   \
+    "{\"metric\":{\"namespace\":\"shop\",\"ms_workload\":\"" wl "\",\"ms_field\":\"" field         \
+    "\"},\"value\":[1796001800,\"" v "\"]}"
+
+/* A usage or limit below 0 is a broken exporter, never a demand: the value
+ * is missing (never a scale-down to minReplicas) and says why. */
+static void test_negative_preset_values_are_missing(void **state)
+{
+    static const route_t routes[] = {
+        {"haproxy_server_current_sessions",
+         "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+         PRESET_ROW("neg", "usage", "-3") "," PRESET_ROW("neg", "limit", "20") ","
+         PRESET_ROW("neg", "usage_all", "-3") "," PRESET_ROW("neg", "pods", "1") ","
+         PRESET_ROW("neglimit", "usage", "4") "," PRESET_ROW("neglimit", "limit", "-10") ","
+         PRESET_ROW("neglimit", "usage_all", "4") "," PRESET_ROW("neglimit", "pods", "1") ","
+         PRESET_ROW("ok", "usage", "6") "," PRESET_ROW("ok", "limit", "20") ","
+         PRESET_ROW("ok", "usage_all", "6") "," PRESET_ROW("ok", "pods", "2") "]}}"},
+    };
+    ms_spec_t s;
+    fixture_t f = {0};
+    ms_prom_object_t objs[3];
+    (void)state;
+
+    spec_concurrency(&s, MS_PROXY_HAPROXY, 10);
+    objs[0] = object(&s, "shop", "neg");
+    objs[1] = object(&s, "shop", "neglimit");
+    objs[2] = object(&s, "shop", "ok");
+    f.runner.routes = routes;
+    f.runner.nroutes = 1;
+    run(&f, objs, 3, 0);
+    for (size_t i = 0; i < 2; i++)
+        for (size_t m = 0; m < 4; m++) {
+            expect(&f.out[i], m, MS_PROM_MALFORMED, 0);
+            assert_non_null(strstr(f.out[i].metrics[m].detail, "negative"));
+            assert_false(f.out[i].obs.metric_pods[m].known);
+        }
+    expect(&f.out[2], 0, MS_PROM_OK, 30); /* 6 of 20 */
+    expect(&f.out[2], 1, MS_PROM_OK, 6);
+    expect(&f.out[2], 2, MS_PROM_OK, 3);
+    expect(&f.out[2], 3, MS_PROM_OK, 30); /* 6 of 2 x 10 */
+    assert_int_equal(f.out[2].obs.metric_pods[0].count, 2);
+    done(&f);
+    ms_spec_cleanup(&s);
+}
+
 static void test_user_queries_deduplicated(void **state)
 {
     ms_spec_t s;
@@ -502,6 +596,8 @@ int main(void)
         cmocka_unit_test(test_haproxy_preset_and_staleness),
         cmocka_unit_test(test_linkerd_preset_needs_a_limit),
         cmocka_unit_test(test_cpu_preset_one_query_for_all_containers),
+        cmocka_unit_test(test_preset_pod_counts),
+        cmocka_unit_test(test_negative_preset_values_are_missing),
         cmocka_unit_test(test_user_queries_deduplicated),
         cmocka_unit_test(test_user_query_outcomes),
         cmocka_unit_test(test_failed_batch_leaves_everything_missing),

@@ -1,13 +1,20 @@
 /*
  * test_server.c - the metrics registry's exposition text, and the
- * libwebsockets endpoints answering real HTTP requests over loopback.
+ * libwebsockets endpoints answering real HTTP requests over loopback;
+ * secure metrics: TLS (self-signed or from files), and the answer to each
+ * decision of the authorization callback (200/401/403/500/503), checks off
+ * the service thread, connections that leave while their check runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -197,6 +204,366 @@ static void bad_or_taken_addresses_fail_clearly(void **state)
     ms_server_stop(first);
 }
 
+/* ---- secure metrics ---- */
+
+typedef struct {
+    long status;
+    long http_version;
+    ms_err_t err;
+    bool has_metric;
+    char body[256];
+} reply_t;
+
+/* GET url over HTTPS (or HTTP) with an Authorization header (auth NULL:
+ * none), trusting ca_pem (NULL: no verification). */
+static reply_t fetch(const char *url, const char *auth, const char *ca_pem, long timeout_ms)
+{
+    char err[256], header[512];
+    const char *headers[1] = {header};
+    ms_http_options_t o = {0};
+    ms_http_client_t *c;
+    ms_http_response_t resp;
+    ms_http_request_t req = {.url = url, .timeout_ms = timeout_ms ? timeout_ms : 10000};
+    reply_t r = {0};
+
+    if (ca_pem != NULL) {
+        o.tls.ca_pem = ca_pem;
+        o.tls.ca_pem_len = strlen(ca_pem);
+    } else {
+        o.tls.insecure_skip_verify = true;
+    }
+    c = ms_http_client_new(&o, err, sizeof err);
+    assert_non_null(c);
+    if (auth != NULL) {
+        snprintf(header, sizeof header, "Authorization: %s", auth);
+        req.headers = headers;
+        req.nheaders = 1;
+    }
+    ms_http_response_init(&resp, 0);
+    r.err = ms_http_do(c, &req, &resp);
+    r.status = resp.status;
+    r.http_version = resp.http_version;
+    if (resp.body.data != NULL) {
+        snprintf(r.body, sizeof r.body, "%s", resp.body.data);
+        r.has_metric = strstr(resp.body.data, "meshscaler_leader 1\n") != NULL;
+    }
+    ms_http_response_cleanup(&resp);
+    ms_http_client_free(c);
+    return r;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The fake authorizer: the token names the decision. */
+typedef struct {
+    atomic_int calls;
+    atomic_bool wrong_thread; /* called on two different threads */
+    pthread_t thread;
+    atomic_bool have_thread;
+    double gate_until; /* "gate": the first call waits until then */
+    atomic_bool gate_used;
+    char last[128];
+} fake_t;
+
+static int fake_authorize(void *ctx, const char *token)
+{
+    fake_t *f = ctx;
+
+    atomic_fetch_add(&f->calls, 1);
+    if (!atomic_exchange(&f->have_thread, true))
+        f->thread = pthread_self();
+    else if (!pthread_equal(f->thread, pthread_self()))
+        atomic_store(&f->wrong_thread, true);
+    snprintf(f->last, sizeof f->last, "%s", token);
+    if (strcmp(token, "good") == 0)
+        return MS_SERVER_AUTH_ALLOWED;
+    if (strcmp(token, "bad") == 0)
+        return MS_SERVER_AUTH_DENIED;
+    if (strcmp(token, "err") == 0)
+        return MS_SERVER_AUTH_ERROR;
+    if (strcmp(token, "slow") == 0) {
+        usleep(400 * 1000);
+        return MS_SERVER_AUTH_ALLOWED;
+    }
+    if (strcmp(token, "gate") == 0) {
+        if (!atomic_exchange(&f->gate_used, true))
+            while (now_s() < f->gate_until)
+                usleep(10 * 1000);
+        return MS_SERVER_AUTH_ALLOWED;
+    }
+    return MS_SERVER_AUTH_UNAUTHENTICATED;
+}
+
+static ms_metrics_t *leader_metrics(void)
+{
+    ms_metrics_t *m = ms_metrics_new();
+
+    ms_metrics_set(m, ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader", "Leader.", NULL, 0, NULL, 0),
+                   NULL, 1);
+    return m;
+}
+
+static void every_decision_has_its_status(void **state)
+{
+    ms_metrics_t *m = leader_metrics();
+    fake_t f = {0};
+    atomic_bool ready = true;
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
+                             .metrics = m, .ready = &ready, .metrics_tls = true,
+                             .authorize = fake_authorize, .authorize_ctx = &f};
+    char err[256], url[96], health[96], plain[96];
+    ms_server_t *s;
+    reply_t r;
+    (void)state;
+
+    s = ms_server_start(&o, err, sizeof err);
+    assert_non_null(s);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
+    snprintf(plain, sizeof plain, "http://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
+    snprintf(health, sizeof health, "http://127.0.0.1:%d/healthz", ms_server_health_port(s));
+
+    r = fetch(url, NULL, NULL, 0);
+    assert_int_equal(r.status, 401);
+    assert_false(r.has_metric);
+    assert_int_equal(atomic_load(&f.calls), 0); /* no token: no check */
+    r = fetch(url, "Basic YTpi", NULL, 0);
+    assert_int_equal(r.status, 401);
+    r = fetch(url, "Bearer ", NULL, 0);
+    assert_int_equal(r.status, 401);
+    assert_int_equal(atomic_load(&f.calls), 0);
+
+    r = fetch(url, "Bearer good", NULL, 0);
+    assert_int_equal(r.status, 200);
+    assert_true(r.has_metric);
+    assert_int_equal(r.http_version, 1); /* ALPN offers http/1.1 only */
+    assert_string_equal(f.last, "good");
+    r = fetch(url, "bearer   good  ", NULL, 0); /* the scheme is case-insensitive */
+    assert_int_equal(r.status, 200);
+    assert_string_equal(f.last, "good");
+    r = fetch(url, "Bearer bad", NULL, 0);
+    assert_int_equal(r.status, 403);
+    assert_false(r.has_metric);
+    assert_non_null(strstr(r.body, "Forbidden"));
+    r = fetch(url, "Bearer someone-else", NULL, 0);
+    assert_int_equal(r.status, 401);
+    r = fetch(url, "Bearer err", NULL, 0);
+    assert_int_equal(r.status, 500);
+    assert_false(r.has_metric);
+    assert_int_equal(atomic_load(&f.calls), 5);
+    assert_false(atomic_load(&f.wrong_thread));
+
+    /* Unknown paths are 404 without a check; the TLS port refuses plain
+     * HTTP; the probes stay plain HTTP. */
+    r = fetch(url + 0, "Bearer good", NULL, 0);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/nope", ms_server_metrics_port(s));
+    r = fetch(url, NULL, NULL, 0);
+    assert_int_equal(r.status, 404);
+    r = fetch(plain, "Bearer good", NULL, 2000);
+    assert_int_equal(r.status, 0);
+    r = fetch(health, NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+
+    ms_server_stop(s);
+    ms_metrics_free(m);
+}
+
+typedef struct {
+    const char *url;
+    const char *auth;
+    long timeout_ms;
+    reply_t reply;
+} job_t;
+
+static void *fetch_job(void *arg)
+{
+    job_t *j = arg;
+    j->reply = fetch(j->url, j->auth, NULL, j->timeout_ms);
+    return NULL;
+}
+
+static void a_slow_check_blocks_neither_probes_nor_shutdown(void **state)
+{
+    ms_metrics_t *m = leader_metrics();
+    fake_t f = {0};
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
+                             .metrics = m, .metrics_tls = true, .authorize = fake_authorize,
+                             .authorize_ctx = &f};
+    char err[256], url[96], health[96];
+    job_t slow = {.auth = "Bearer slow"}, gone = {.auth = "Bearer slow", .timeout_ms = 100};
+    pthread_t t1, t2;
+    ms_server_t *s;
+    double t0;
+    reply_t r;
+    (void)state;
+
+    s = ms_server_start(&o, err, sizeof err);
+    assert_non_null(s);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
+    snprintf(health, sizeof health, "http://127.0.0.1:%d/healthz", ms_server_health_port(s));
+    slow.url = gone.url = url;
+
+    /* A client that gives up while its check runs (100 ms of 400): the
+     * check finishes with nobody waiting, and nothing leaks or crashes. */
+    pthread_create(&t2, NULL, fetch_job, &gone);
+    pthread_join(t2, NULL);
+    assert_int_equal(gone.reply.status, 0);
+    assert_int_equal(gone.reply.err, MS_ERR_TIMEOUT);
+
+    pthread_create(&t1, NULL, fetch_job, &slow);
+    usleep(150 * 1000);
+    t0 = now_s();
+    r = fetch(health, NULL, NULL, 0);
+    assert_int_equal(r.status, 200);
+    assert_true(now_s() - t0 < 0.3); /* not behind the two 400 ms checks */
+    pthread_join(t1, NULL);
+    assert_int_equal(slow.reply.status, 200);
+    assert_true(slow.reply.has_metric);
+
+    /* Stop while a check runs: it is waited for, the client is cut off. */
+    slow.reply = (reply_t){0};
+    pthread_create(&t1, NULL, fetch_job, &slow);
+    usleep(150 * 1000);
+    ms_server_stop(s);
+    pthread_join(t1, NULL);
+    assert_int_not_equal(slow.reply.status, 200);
+    assert_int_equal(atomic_load(&f.calls), 3);
+    ms_metrics_free(m);
+}
+
+static void too_many_waiting_checks_get_503(void **state)
+{
+    enum { N = MS_SERVER_MAX_PENDING_AUTH + 4 };
+    ms_metrics_t *m = leader_metrics();
+    fake_t f = {0};
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m,
+                             .metrics_tls = true, .authorize = fake_authorize,
+                             .authorize_ctx = &f};
+    const char *headers[1] = {"Authorization: Bearer gate"};
+    ms_http_options_t ho = {.tls.insecure_skip_verify = true};
+    ms_http_response_t resp[N];
+    ms_http_request_t req;
+    ms_http_client_t *c;
+    ms_http_batch_t *b;
+    char err[256], url[96];
+    int ok = 0, busy = 0;
+    ms_server_t *s;
+    (void)state;
+
+    f.gate_until = now_s() + 2.5; /* the first check holds the queue this long */
+    s = ms_server_start(&o, err, sizeof err);
+    assert_non_null(s);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
+    c = ms_http_client_new(&ho, err, sizeof err);
+    b = ms_http_batch_new(c, N);
+    req = (ms_http_request_t){.url = url, .headers = headers, .nheaders = 1, .timeout_ms = 20000};
+    for (int i = 0; i < N; i++) {
+        ms_http_response_init(&resp[i], 0);
+        assert_int_equal(ms_http_batch_add(b, &req, &resp[i]), MS_OK);
+    }
+    assert_int_equal(ms_http_batch_run(b), MS_OK);
+    for (int i = 0; i < N; i++) {
+        ok += resp[i].status == 200;
+        busy += resp[i].status == 503;
+        ms_http_response_cleanup(&resp[i]);
+    }
+    assert_int_equal(ok, MS_SERVER_MAX_PENDING_AUTH);
+    assert_int_equal(busy, N - MS_SERVER_MAX_PENDING_AUTH);
+    ms_http_batch_free(b);
+    ms_http_client_free(c);
+    ms_server_stop(s);
+    ms_metrics_free(m);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void certificate_files_serve_and_verify(void **state)
+{
+    ms_metrics_t *m = leader_metrics();
+    ms_buf_t cert, key, other_cert, other_key;
+    char dir[] = "/tmp/ms-test-tls-XXXXXX", crt[64], kf[64], okf[64], err[256], url[96];
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m,
+                             .metrics_tls = true};
+    ms_server_t *s;
+    reply_t r;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    ms_buf_init(&cert, 1 << 16);
+    ms_buf_init(&key, 1 << 16);
+    ms_buf_init(&other_cert, 1 << 16);
+    ms_buf_init(&other_key, 1 << 16);
+    assert_int_equal(ms_server_self_signed_cert(&cert, &key, err, sizeof err), MS_OK);
+    assert_int_equal(ms_server_self_signed_cert(&other_cert, &other_key, err, sizeof err), MS_OK);
+    assert_non_null(strstr(cert.data, "-----BEGIN CERTIFICATE-----"));
+    assert_non_null(strstr(key.data, "-----BEGIN EC PRIVATE KEY-----"));
+    assert_string_not_equal(cert.data, other_cert.data); /* a new key every time */
+    snprintf(crt, sizeof crt, "%s/tls.crt", dir);
+    snprintf(kf, sizeof kf, "%s/tls.key", dir);
+    snprintf(okf, sizeof okf, "%s/other.key", dir);
+    write_file(crt, cert.data);
+    write_file(kf, key.data);
+    write_file(okf, other_key.data);
+
+    /* Served from the files; a client that trusts exactly this certificate
+     * verifies it for 127.0.0.1, and one that trusts another refuses. No
+     * authorize callback: TLS alone, /metrics open. */
+    o.tls_cert_file = crt;
+    o.tls_key_file = kf;
+    s = ms_server_start(&o, err, sizeof err);
+    assert_non_null(s);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
+    r = fetch(url, NULL, cert.data, 0);
+    assert_int_equal(r.status, 200);
+    assert_true(r.has_metric);
+    r = fetch(url, NULL, other_cert.data, 0);
+    assert_int_equal(r.err, MS_ERR_TLS);
+    ms_server_stop(s);
+
+    /* Refusals, each naming the file. */
+    o.tls_key_file = okf;
+    assert_null(ms_server_start(&o, err, sizeof err));
+    assert_non_null(strstr(err, "does not belong to the certificate"));
+    o.tls_key_file = crt;
+    assert_null(ms_server_start(&o, err, sizeof err));
+    assert_non_null(strstr(err, "holds no unencrypted PEM private key"));
+    o.tls_cert_file = kf;
+    assert_null(ms_server_start(&o, err, sizeof err));
+    assert_non_null(strstr(err, "holds no PEM certificate"));
+    o.tls_cert_file = "/nonexistent/tls.crt";
+    assert_null(ms_server_start(&o, err, sizeof err));
+    assert_non_null(strstr(err, "cannot read the certificate /nonexistent/tls.crt"));
+    o.tls_key_file = NULL;
+    assert_null(ms_server_start(&o, err, sizeof err));
+    assert_non_null(strstr(err, "needs its key"));
+
+    /* Tokens never travel in clear. */
+    o = (ms_server_options_t){.metrics_addr = "127.0.0.1:0", .health_addr = "0",
+                              .authorize = fake_authorize};
+    assert_null(ms_server_start(&o, err, sizeof err));
+    assert_non_null(strstr(err, "needs TLS"));
+
+    unlink(crt);
+    unlink(kf);
+    unlink(okf);
+    rmdir(dir);
+    ms_buf_cleanup(&cert);
+    ms_buf_cleanup(&key);
+    ms_buf_cleanup(&other_cert);
+    ms_buf_cleanup(&other_key);
+    ms_metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +572,10 @@ int main(void)
         cmocka_unit_test(endpoints_answer_over_http),
         cmocka_unit_test(large_metrics_pages_arrive_whole),
         cmocka_unit_test(bad_or_taken_addresses_fail_clearly),
+        cmocka_unit_test(every_decision_has_its_status),
+        cmocka_unit_test(a_slow_check_blocks_neither_probes_nor_shutdown),
+        cmocka_unit_test(too_many_waiting_checks_get_503),
+        cmocka_unit_test(certificate_files_serve_and_verify),
     };
     ms_http_global_init();
     return cmocka_run_group_tests(tests, NULL, NULL);

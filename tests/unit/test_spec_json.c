@@ -254,7 +254,9 @@ static void test_guardrail_and_fallback_defaults(void **state)
     assert_true(s.retry_storm.threshold == 0.3);
     assert_true(s.fallback.enabled);
     assert_int_equal(s.fallback.failure_threshold, 3);
-    assert_int_equal(s.fallback.mode, MS_FALLBACK_STATIC);
+    /* SPEC.md 1: an outage hits every object at once, so by default the
+     * fallback may raise counts but never lower them. */
+    assert_int_equal(s.fallback.mode, MS_FALLBACK_CURRENT_IF_HIGHER);
     ms_spec_cleanup(&s);
 }
 

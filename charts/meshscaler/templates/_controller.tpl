@@ -9,10 +9,20 @@ here: only the paths of the read-only files they are mounted as.
 - {{ printf "--prometheus-url=%s" .Values.prometheus.url | quote }}
 - --metrics-bind-address=:8080
 - --health-probe-bind-address=:8081
+{{- if and .Values.metrics.certSecretName (not .Values.metrics.secure) }}
+{{- fail "metrics.certSecretName needs metrics.secure=true (the certificate serves HTTPS /metrics only)" }}
+{{- end }}
+{{- if .Values.metrics.secure }}
+- --metrics-secure=true
+{{- if .Values.metrics.certSecretName }}
+- --metrics-cert-dir=/etc/meshscaler/metrics-tls
+{{- end }}
+{{- end }}
 - --sync-period={{ .Values.controller.syncPeriod }}
 - --concurrent-syncs={{ .Values.controller.concurrentSyncs }}
 - --log-format={{ .Values.controller.logFormat }}
 - --log-level={{ .Values.controller.logLevel }}
+- --user-queries={{ .Values.controller.userQueries }}
 {{- with .Values.controller.watchNamespace }}
 - --namespace={{ . }}
 {{- end }}
@@ -72,6 +82,11 @@ here: only the paths of the read-only files they are mounted as.
   mountPath: /etc/meshscaler/prometheus/ca
   readOnly: true
 {{- end }}
+{{- if and .Values.metrics.secure .Values.metrics.certSecretName }}
+- name: metrics-tls
+  mountPath: /etc/meshscaler/metrics-tls
+  readOnly: true
+{{- end }}
 {{- with .Values.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
@@ -110,6 +125,18 @@ here: only the paths of the read-only files they are mounted as.
     items:
       - key: {{ $.Values.prometheus.ca.key }}
         path: {{ $.Values.prometheus.ca.key }}
+{{- end }}
+{{- if .Values.metrics.secure }}
+{{- with .Values.metrics.certSecretName }}
+- name: metrics-tls
+  secret:
+    secretName: {{ . }}
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+{{- end }}
 {{- end }}
 {{- with .Values.extraVolumes }}
 {{ toYaml . }}

@@ -64,7 +64,7 @@ if [[ -n "${KUBECONFIG:-}" && -n "${PROMETHEUS_URL:-}" && -n "${MESHSCALER_E2E_S
 else
   OWN_ENV=1
   export MESHSCALER_E2E_STATE="$WORK/e2e-state"
-  "$E2E_LOCAL" up >"$WORK/e2e-up.log" 2>&1 || { tail -n 20 "$WORK/e2e-up.log"; abort "e2e/local up"; }
+  "$E2E_LOCAL" up --no-node >"$WORK/e2e-up.log" 2>&1 || { tail -n 20 "$WORK/e2e-up.log"; abort "e2e/local up"; }
   eval "$("$E2E_LOCAL" env)"
 fi
 export KUBECONFIG KUBECTL PROMETHEUS_URL MESHSCALER_E2E_STATE

@@ -25,9 +25,12 @@ YAML
 # Each change is one entry of TRACE ("SECONDS_SINCE_START REPLICAS"), REASONS
 # collects every reason seen.
 trace() {
-  local ns="$1" d="$2" m="$3" until="$4" secs="$5" t0 r last="" reason
+  local ns="$1" d="$2" m="$3" until="$4" secs="$5" from="${6:-}" t0 r last="" reason
   t0=$(now)
   TRACE=()
+  # FROM: the count before the change that starts the trace. A 1 s sync can
+  # scale before the first poll here on a busy machine; that step still counts.
+  if [[ -n "$from" ]]; then TRACE+=("0.0 $from"); last="$from"; fi
   REASONS=" "
   while :; do
     r="$(replicas "$ns" "$d")"
@@ -114,7 +117,7 @@ YAML
 
   # --- scale-up, rate-limited to +3 per 4 s, capped at maxReplicas 10
   set_and_wait test_load "$ns" web 150 || fail "load 150 not in Prometheus"
-  if trace "$ns" web web 10 40; then ok "scale-up reaches maxReplicas 10 (trace: ${TRACE[*]})"
+  if trace "$ns" web web 10 40 2; then ok "scale-up reaches maxReplicas 10 (trace: ${TRACE[*]})"
   else fail "scale-up: never reached 10 in 40 s (trace: ${TRACE[*]}; reasons:$REASONS)"; fi
   local steps="" e
   for e in "${TRACE[@]}"; do steps+="${e#* } "; done

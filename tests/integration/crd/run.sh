@@ -36,7 +36,7 @@ check_default '{.spec.dryRun}' false dryRun
 check_default '{.spec.guardrails.downstream[0].maxUtilization}' 0.7 maxUtilization
 check_default '{.spec.guardrails.retryStorm.threshold}' 0.3 retryStorm.threshold
 check_default '{.spec.fallback.failureThreshold}' 3 fallback.failureThreshold
-check_default '{.spec.fallback.mode}' Static fallback.mode
+check_default '{.spec.fallback.mode}' CurrentIfHigher fallback.mode
 header="$(k get mas -n "$ns" 2>&1 | head -n 1)"
 if [[ "$header" =~ ^NAME\ +REFERENCE\ +TARGETS\ +MINPODS\ +MAXPODS\ +REPLICAS\ +DESIRED\ +REASON\ +AGE ]]; then
   ok "printer columns: $header"

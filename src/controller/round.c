@@ -1,0 +1,552 @@
+/*
+ * round.c - the round thread: every object that falls due at the same moment
+ * is observed by ONE Prometheus tick (one query per preset kind, each user
+ * query once), read from the caches (no per-object API request), and handed
+ * to the workers with its observation.
+ *
+ * Objects fall due on a grid: the next sync of an object with period P is
+ * the next multiple of P on the monotonic clock, so objects of one period
+ * meet in one round. A spec or annotation change, a new object, an HPA
+ * coming or going, or a new leadership makes objects due at once (a kick).
+ * Only the leader observes; a follower keeps its caches and frees the state
+ * of deleted objects.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller_internal.h"
+#include "meshscaler/clock.h"
+#include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
+
+/* A round never waits longer than this for a kick it might have missed, nor
+ * lets a worker's earlier retry time wait longer. */
+#define MAX_SLEEP 1.0
+/* Kicks that come in a burst (a rollout touching many objects) share a round. */
+#define KICK_COALESCE 0.05
+
+ms__round_t *ms__round_retain(ms__round_t *r)
+{
+    atomic_fetch_add(&r->refs, 1);
+    return r;
+}
+
+void ms__round_release(ms__round_t *r)
+{
+    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        ms__spec_ref_release(r->entries[i].spec);
+        free(r->entries[i].pod_regex);
+    }
+    free(r->entries);
+    ms_prom_tick_free(r->tick);
+    free(r);
+}
+
+double ms__next_sync_delay(double period, double now)
+{
+    double delay = period - fmod(now, period);
+
+    if (delay < period * 0.2)
+        delay += period;
+    return delay;
+}
+
+static const char *const workload_kinds[3] = {"Deployment", "StatefulSet", "ReplicaSet"};
+
+int ms__workload_kind(const char *api_version, const char *kind)
+{
+    if (api_version == NULL || kind == NULL || strcmp(api_version, "apps/v1") != 0)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(kind, workload_kinds[i]) == 0)
+            return i;
+    return -1;
+}
+
+static double period_of(const ms_controller_t *c, const ms__spec_ref_t *spec)
+{
+    if (spec != NULL && spec->ok && spec->spec.sync_period_seconds > 0)
+        return spec->spec.sync_period_seconds;
+    return c->cfg.sync_period;
+}
+
+/* ---- waiting ---- */
+
+/* Sleep until `until` (monotonic) or a kick; false when stopping. */
+static bool wait_for_work(ms_controller_t *c, double until)
+{
+    double now = ms_clock_monotonic();
+    double wait = until - now;
+
+    if (wait > MAX_SLEEP)
+        wait = MAX_SLEEP;
+    pthread_mutex_lock(&c->round_lock);
+    if (!c->kicked && wait > 0 && !atomic_load(&c->stopping)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)wait;
+        ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->round_cond, &c->round_lock, &ts);
+    }
+    if (c->kicked) {
+        /* Let a burst of kicks arrive before planning. */
+        pthread_mutex_unlock(&c->round_lock);
+        struct timespec pause = {0, (long)(KICK_COALESCE * 1e9)};
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&c->round_lock);
+    }
+    c->kicked = false;
+    pthread_mutex_unlock(&c->round_lock);
+    return !atomic_load(&c->stopping);
+}
+
+void ms__kick(ms_controller_t *c, const char *key)
+{
+    ms__object_t *o;
+
+    pthread_mutex_lock(&c->objects.lock);
+    o = ms__objects_get_locked(&c->objects, key, NULL);
+    if (o != NULL)
+        o->due = 0;
+    pthread_mutex_unlock(&c->objects.lock);
+    pthread_mutex_lock(&c->round_lock);
+    c->kicked = true;
+    pthread_cond_signal(&c->round_cond);
+    pthread_mutex_unlock(&c->round_lock);
+}
+
+/* ---- choosing the due objects ---- */
+
+typedef struct {
+    char (*keys)[MS__KEY_MAX];
+    size_t n, cap;
+    double next; /* the earliest due time of the objects not due now */
+} due_t;
+
+static void add_due(due_t *d, const char *key)
+{
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 256;
+        d->keys = ms_xrealloc(d->keys, d->cap * sizeof *d->keys);
+    }
+    snprintf(d->keys[d->n++], MS__KEY_MAX, "%s", key);
+}
+
+/* Free deleted objects nobody holds; collect the due ones (only when acting). */
+static void collect(ms_controller_t *c, double now, bool acting, bool all_due, due_t *d)
+{
+    size_t pos = 0;
+    const char *key;
+    void *val;
+    ms__object_t *gone[64];
+    size_t ngone = 0;
+    bool waiting = false;
+
+    d->next = now + MAX_SLEEP;
+    pthread_mutex_lock(&c->objects.lock);
+    while (ms_strmap_next(&c->objects.map, &pos, &key, &val)) {
+        ms__object_t *o = val;
+        if (o->deleted) {
+            if (!o->busy && ngone < sizeof gone / sizeof gone[0])
+                gone[ngone++] = o;
+            continue;
+        }
+        if (all_due)
+            o->due = 0;
+        if (o->busy || o->pending != NULL) {
+            waiting = waiting || o->pending != NULL;
+            continue;
+        }
+        if (o->due <= now + 0.001) {
+            if (acting) {
+                add_due(d, o->key);
+                if (o->due > 0 && o->due < INFINITY)
+                    ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, now - o->due);
+            }
+        } else if (o->due < d->next) {
+            d->next = o->due;
+        }
+    }
+    for (size_t i = 0; i < ngone; i++) {
+        char ns[MS__KEY_MAX];
+        const char *slash = strchr(gone[i]->key, '/');
+        if (slash != NULL) {
+            snprintf(ns, sizeof ns, "%.*s", (int)(slash - gone[i]->key), gone[i]->key);
+            ms__metrics_forget_object(c, ns, slash + 1);
+        }
+        MS_LOG_INFO("object deleted, state freed", MS_S("object", gone[i]->key));
+        ms__objects_free_locked(&c->objects, gone[i]);
+    }
+    pthread_mutex_unlock(&c->objects.lock);
+    if (ngone == sizeof gone / sizeof gone[0])
+        d->next = now; /* more to free */
+    /* Liveness: keys that wait for a worker, or are due while this process
+     * acts, are work in progress; /healthz fails if no progress comes. */
+    if (!(waiting || (acting && d->n > 0)))
+        atomic_store(&c->due_since, 0);
+    else if (atomic_load(&c->due_since) == 0)
+        atomic_store(&c->due_since, (uint_fast64_t)(now * 1000));
+}
+
+/* ---- planning one object ---- */
+
+typedef struct {
+    ms_controller_t *c;
+    ms__object_t *o;
+    ms__round_entry_t *e;
+    bool found;
+} mas_visit_t;
+
+static long long number_member(const cJSON *obj, const char *a, const char *b, long long def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
+}
+
+static const char *string_member(const cJSON *obj, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Under the MeshAutoscaler cache's read lock: the uid, and the spec parsed
+ * again only when the generation moved. */
+static void visit_mas(void *ctx, const cJSON *obj)
+{
+    mas_visit_t *v = ctx;
+    const char *uid = string_member(obj, "metadata", "uid");
+    long long gen = number_member(obj, "metadata", "generation", 0);
+
+    if (obj == NULL || uid == NULL)
+        return;
+    v->found = true;
+    snprintf(v->e->uid, sizeof v->e->uid, "%s", uid);
+    if (v->o->spec == NULL || v->o->spec->generation != gen || strcmp(v->o->uid, uid) != 0) {
+        ms__spec_ref_release(v->o->spec);
+        v->o->spec = ms__spec_ref_new(cJSON_GetObjectItemCaseSensitive(obj, "spec"), gen,
+                                      v->c->cfg.user_queries);
+    }
+}
+
+typedef struct {
+    ms__object_t *o;
+    ms__target_t *t;
+    bool found;
+    char problem[MS_ERRBUF_SIZE];
+} workload_visit_t;
+
+/* Under a workload cache's read lock: spec.replicas, the resourceVersion a
+ * write is conditional on, and the selector (compiled again only when the
+ * workload changed). */
+static void visit_workload(void *ctx, const cJSON *obj)
+{
+    workload_visit_t *v = ctx;
+    const char *rv = string_member(obj, "metadata", "resourceVersion");
+    const char *uid = string_member(obj, "metadata", "uid");
+
+    if (obj == NULL || rv == NULL)
+        return;
+    v->found = true;
+    v->t->known = true;
+    v->t->cached = true;
+    /* spec.replicas defaults to 1 (the API server sets it; a cached object
+     * without it is one the defaulting never saw). */
+    v->t->scale.replicas = (int32_t)number_member(obj, "spec", "replicas", 1);
+    v->t->scale.status_replicas = (int32_t)number_member(obj, "status", "replicas", 0);
+    snprintf(v->t->scale.resource_version, sizeof v->t->scale.resource_version, "%s", rv);
+    snprintf(v->t->scale.uid, sizeof v->t->scale.uid, "%s", uid ? uid : "");
+    if (v->o->selector == NULL || strcmp(v->o->selector_rv, rv) != 0) {
+        ms_label_selector_t *sel = NULL;
+        const cJSON *js = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
+                                                           "selector");
+        if (ms_label_selector_from_json(js, &sel, v->problem, sizeof v->problem) == MS_OK) {
+            ms_label_selector_free(v->o->selector);
+            v->o->selector = sel;
+            snprintf(v->o->selector_rv, sizeof v->o->selector_rv, "%s", rv);
+            v->o->pods_generation = 0; /* recount */
+        }
+    }
+}
+
+/* The target's scale from the caches: a built-in kind from its informer,
+ * any other kind from the /scale a worker read last (the worker reads it
+ * again before deciding). */
+static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e, const char *ns)
+{
+    const ms_spec_t *s = &e->spec->spec;
+    int k = ms__workload_kind(s->target_api_version, s->target_kind);
+    char key[MS__KEY_MAX];
+
+    if (k >= 0) {
+        workload_visit_t v = {o, &e->target, false, ""};
+        if (snprintf(key, sizeof key, "%.63s/%s", ns, s->target_name) >= (int)sizeof key)
+            key[0] = '\0';
+        ms_kube_informer_visit(c->workloads[k], key, visit_workload, &v);
+        if (!v.found) {
+            ms_errf(e->problem, sizeof e->problem, MS_OK, "%ss.apps \"%s\" not found", workload_kinds[k],
+                    s->target_name);
+            /* The kind's plural, lower-cased, as the API server says it. */
+            for (char *p = e->problem; *p && *p != '.'; p++)
+                *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+            e->stage = MS__ENTRY_NO_SCALE;
+            return;
+        }
+    } else {
+        pthread_mutex_lock(&c->objects.lock);
+        if (o->has_scale_hint) {
+            e->target.scale = o->scale_hint;
+            e->target.known = true;
+        }
+        pthread_mutex_unlock(&c->objects.lock);
+        if (e->target.known && (o->selector == NULL || strcmp(o->selector_text, e->target.scale.selector) != 0)) {
+            ms_label_selector_t *sel = NULL;
+            char err[MS_ERRBUF_SIZE];
+            if (ms_label_selector_parse(e->target.scale.selector, &sel, err, sizeof err) == MS_OK) {
+                ms_label_selector_free(o->selector);
+                o->selector = sel;
+                snprintf(o->selector_text, sizeof o->selector_text, "%s", e->target.scale.selector);
+                o->pods_generation = 0;
+            }
+        }
+    }
+    e->stage = MS__ENTRY_OBSERVED;
+}
+
+static bool uses_pod_regex(const char *q) { return q != NULL && strstr(q, "{{podRegex}}") != NULL; }
+
+static bool spec_uses_pod_regex(const ms_spec_t *s)
+{
+    for (size_t i = 0; i < s->nmetrics; i++)
+        if (uses_pod_regex(s->metrics[i].query) || uses_pod_regex(s->saturation[i].admitted_query) ||
+            uses_pod_regex(s->saturation[i].rejected_query))
+            return true;
+    for (size_t i = 0; i < s->ndownstreams; i++)
+        if (uses_pod_regex(s->downstreams[i].usage_query) || uses_pod_regex(s->downstreams[i].limit_query))
+            return true;
+    return uses_pod_regex(s->retry_storm.retry_share_query);
+}
+
+/* The target's Ready pods, and their names when a query uses {{podRegex}},
+ * counted again only when a pod of the namespace or the selector changed. */
+static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e, const char *ns)
+{
+    bool want_regex;
+    unsigned long gen;
+
+    if (!e->spec->needs_pods || o->selector == NULL || c->pod_index == NULL ||
+        (!e->target.cached && e->target.scale.selector[0] == '\0'))
+        return;
+    want_regex = spec_uses_pod_regex(&e->spec->spec);
+    gen = ms__pod_index_generation(c->pod_index, ns);
+    if (gen == 0 || gen != o->pods_generation || (want_regex && o->pod_regex == NULL)) {
+        free(o->pod_regex);
+        o->pod_regex = NULL;
+        ms__pod_index_count(c->pod_index, ns, o->selector, want_regex, &o->ready_pods,
+                            want_regex ? &o->pod_regex : NULL);
+        o->pods_generation = gen;
+    }
+    e->target.pods_ok = true;
+    e->target.ready_pods = o->ready_pods;
+    if (o->pod_regex != NULL)
+        e->pod_regex = ms_xstrdup(o->pod_regex);
+}
+
+static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e)
+{
+    char ns[MS__KEY_MAX];
+    const char *slash = strchr(key, '/');
+    ms__object_t *o;
+    mas_visit_t v;
+
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->stage = MS__ENTRY_GONE;
+    if (slash == NULL)
+        return;
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
+    snprintf(e->ns, sizeof e->ns, "%.63s", ns);
+    pthread_mutex_lock(&c->objects.lock);
+    o = ms__objects_get_locked(&c->objects, key, NULL);
+    pthread_mutex_unlock(&c->objects.lock);
+    if (o == NULL)
+        return;
+    /* o is safe to use without the lock: only this thread frees objects. */
+    v = (mas_visit_t){c, o, e, false};
+    ms_kube_informer_visit(c->mas, key, visit_mas, &v);
+    if (!v.found)
+        return;
+    e->spec = ms__spec_ref_retain(o->spec);
+    if (!e->spec->ok) {
+        e->stage = MS__ENTRY_INVALID;
+        ms_errf(e->problem, sizeof e->problem, MS_OK, "%s", e->spec->problem);
+        return;
+    }
+    plan_target(c, o, e, ns);
+    if (e->stage == MS__ENTRY_OBSERVED)
+        plan_pods(c, o, e, ns);
+}
+
+/* ---- observing ---- */
+
+/* A query that needed {{podRegex}} when the pods could not be counted would
+ * match nothing of the target: missing, never zero. */
+static void drop_pod_queries(ms__round_entry_t *e)
+{
+    ms_observation_t *o = &e->obs.obs;
+    const ms_spec_t *s = &e->spec->spec;
+
+    if (e->target.pods_ok)
+        return;
+    for (size_t i = 0; i < s->nmetrics; i++) {
+        if (uses_pod_regex(s->metrics[i].query)) {
+            o->metrics[i].present = false;
+            e->obs.metrics[i] = (ms_prom_why_t){MS_PROM_TEMPLATE, "the target's pods could not be listed"};
+        }
+        if (uses_pod_regex(s->saturation[i].admitted_query) ||
+            uses_pod_regex(s->saturation[i].rejected_query))
+            o->saturation[i].admitted.present = o->saturation[i].rejected.present = false;
+    }
+    for (size_t i = 0; i < s->ndownstreams; i++)
+        if (uses_pod_regex(s->downstreams[i].usage_query) || uses_pod_regex(s->downstreams[i].limit_query))
+            o->downstreams[i].usage.present = false;
+    if (uses_pod_regex(s->retry_storm.retry_share_query))
+        o->retry_share.present = false;
+}
+
+static void missing_everywhere(ms__round_entry_t *e, const char *why)
+{
+    ms_observation_init(&e->obs.obs);
+    for (size_t k = 0; k < MS_MAX_METRICS; k++)
+        e->obs.metrics[k] = (ms_prom_why_t){MS_PROM_UNAVAILABLE, why};
+}
+
+/* One Prometheus tick for every observed entry of the round. */
+static void observe(ms_controller_t *c, ms__round_t *r)
+{
+    ms_prom_object_t *objs = ms_xcalloc(r->n ? r->n : 1, sizeof *objs);
+    ms_prom_object_obs_t *outs = ms_xcalloc(r->n ? r->n : 1, sizeof *outs);
+    size_t *map = ms_xcalloc(r->n ? r->n : 1, sizeof *map), m = 0;
+    char errbuf[MS_ERRBUF_SIZE] = "";
+    ms_prom_tick_stats_t st;
+    ms_err_t err = MS_ERR_IO;
+
+    for (size_t i = 0; i < r->n; i++) {
+        ms__round_entry_t *e = &r->entries[i];
+        if (e->stage != MS__ENTRY_OBSERVED)
+            continue;
+        objs[m].spec = &e->spec->spec;
+        objs[m].namespace_name = e->ns;
+        objs[m].name = e->spec->spec.target_name;
+        objs[m].kind = e->spec->spec.target_kind;
+        objs[m].pod_regex = e->pod_regex;
+        map[m++] = i;
+    }
+    if (m > 0 && (r->tick = ms_prom_tick_new(&c->cfg.presets, errbuf, sizeof errbuf)) != NULL) {
+        /* Bounded: a hung or flooding Prometheus costs one round at most its
+         * deadline and its byte budget; shutdown cancels what is in flight. */
+        double timeout = c->cfg.round_timeout > 0 ? c->cfg.round_timeout
+                                                  : fmin(c->cfg.sync_period, 10.0);
+        ms_prom_run_options_t bounds = {r->now + timeout, &c->prom_cancel,
+                                        c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
+
+        err = ms_prom_tick_run_bounded(r->tick, c->prom, objs, m, r->wall, &bounds, outs);
+        ms_prom_tick_stats(r->tick, &st);
+        ms_metrics_add(c->metrics, c->fam.prom_queries, NULL, (double)st.queries_sent);
+        ms_metrics_add(c->metrics, c->fam.prom_failures, NULL, (double)st.failed_queries);
+        ms_metrics_observe(c->metrics, c->fam.prom_seconds, NULL, st.seconds);
+        MS_LOG_DEBUG("round observed", MS_I("objects", (long long)m),
+                     MS_I("queries", (long long)st.queries_sent),
+                     MS_I("failed", (long long)st.failed_queries), MS_D("seconds", st.seconds));
+        if (err != MS_OK)
+            MS_LOG_WARN("prometheus tick failed", MS_S("error", ms_strerror(err)));
+    } else if (m > 0) {
+        MS_LOG_ERROR("cannot plan the prometheus tick", MS_S("error", errbuf));
+    }
+    for (size_t j = 0; j < m; j++) {
+        ms__round_entry_t *e = &r->entries[map[j]];
+        if (r->tick == NULL || err != MS_OK)
+            missing_everywhere(e, "the Prometheus tick did not run");
+        else
+            e->obs = outs[j];
+        drop_pod_queries(e);
+    }
+    free(objs);
+    free(outs);
+    free(map);
+}
+
+/* ---- one round ---- */
+
+static void hand_out(ms_controller_t *c, ms__round_t *r)
+{
+    pthread_mutex_lock(&c->objects.lock);
+    for (size_t i = 0; i < r->n; i++) {
+        ms__round_entry_t *e = &r->entries[i];
+        ms__object_t *o = ms__objects_get_locked(&c->objects, e->key, NULL);
+        double period = period_of(c, e->spec);
+
+        if (o == NULL || o->busy || o->pending != NULL)
+            continue;
+        /* An invalid spec waits for its next change (which kicks it). */
+        o->due = e->stage == MS__ENTRY_INVALID ? INFINITY : r->now + ms__next_sync_delay(period, r->now);
+        if (e->stage == MS__ENTRY_GONE) {
+            o->deleted = true;
+            continue;
+        }
+        o->pending = ms__round_retain(r);
+        o->pending_index = i;
+        ms_workqueue_add(c->queue, e->key);
+    }
+    pthread_mutex_unlock(&c->objects.lock);
+}
+
+static void run_round(ms_controller_t *c, due_t *due, double now, double wall)
+{
+    ms__round_t *r = ms_xcalloc(1, sizeof *r);
+    double t0 = ms_clock_monotonic();
+
+    atomic_init(&r->refs, 1);
+    r->now = now;
+    r->wall = wall;
+    r->n = due->n;
+    r->entries = ms_xcalloc(due->n, sizeof *r->entries);
+    for (size_t i = 0; i < due->n; i++)
+        plan(c, due->keys[i], &r->entries[i]);
+    observe(c, r);
+    ms_metrics_set(c->metrics, c->fam.round_objects, NULL, (double)r->n);
+    ms_metrics_observe(c->metrics, c->fam.round_seconds, NULL, ms_clock_monotonic() - t0);
+    hand_out(c, r);
+    ms__round_release(r);
+    atomic_store(&c->progress, (uint_fast64_t)(ms_clock_monotonic() * 1000));
+}
+
+void *ms__round_main(void *arg)
+{
+    ms_controller_t *c = arg;
+    due_t due = {0};
+    double next = 0;
+
+    while (wait_for_work(c, next)) {
+        double now = ms_clock_monotonic(), wall = ms_clock_wall();
+        bool acting = ms__controller_may_act(c);
+        /* A new leader acts on everything at once, with memory rebuilt
+         * from status where this process has none. */
+        bool all_due = acting && !c->was_leader;
+
+        c->was_leader = acting;
+        due.n = 0;
+        collect(c, now, acting, all_due, &due);
+        if (due.n > 0)
+            run_round(c, &due, now, wall);
+        next = due.n > 0 ? now : due.next;
+    }
+    free(due.keys);
+    return NULL;
+}

@@ -1,0 +1,185 @@
+/*
+ * writer.c - status patches leave the sync path: a worker hands the patch of
+ * an object's status to this queue and goes on; a few threads write them,
+ * each checked against the lease right before it goes out.
+ *
+ * One patch per object is pending at most: a newer one replaces it (a status
+ * patch is built against the cached status, so the newer one covers the older
+ * one's changes). When the queue is full the newest patch is dropped and
+ * counted: the cache still shows the old status, so the object's next sync
+ * builds the patch again. A burst of first syncs (10,000 new objects) thus
+ * costs the decisions nothing; the writes follow at the client's rate limit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller_internal.h"
+#include "meshscaler/clock.h"
+#include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
+
+typedef struct {
+    char *ns, *name;
+    cJSON *status; /* owned */
+} pending_t;
+
+struct ms__status_writer {
+    ms_controller_t *c;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    ms_strmap_t pending;     /* "ns/name" -> pending_t* */
+    char **order;            /* keys in arrival order (ring) */
+    size_t cap, head, len;
+    bool stopping;
+    double drain_deadline;
+    pthread_t *threads;
+    int nthreads;
+};
+
+static void pending_free(pending_t *p)
+{
+    if (p == NULL)
+        return;
+    free(p->ns);
+    free(p->name);
+    cJSON_Delete(p->status);
+    free(p);
+}
+
+static void write_one(ms_controller_t *c, pending_t *p)
+{
+    ms_kube_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, p->ns, p->name};
+    ms_kube_error_t kerr = {0};
+    double t0;
+    ms_err_t err;
+
+    if (!ms__may_write(c, "status"))
+        return; /* the next sync (of this leader or the next) builds it again */
+    t0 = ms_clock_monotonic();
+    err = ms_kube_status_patch(c->kube, &ref, p->status, NULL, &kerr);
+    ms_kube_deadline_set(0);
+    ms__kube_observe(c, "patch_status", t0, err);
+    if (err != MS_OK && err != MS_ERR_NOTFOUND) /* deleted meanwhile: nothing to report */
+        MS_LOG_WARN("cannot write status", MS_S("object", p->name), MS_S("namespace", p->ns),
+                    MS_S("error", kerr.message));
+}
+
+static void *run(void *arg)
+{
+    ms__status_writer_t *w = arg;
+
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        char *key;
+        pending_t *p;
+
+        while (w->len == 0 && !w->stopping)
+            pthread_cond_wait(&w->cond, &w->lock);
+        if (w->len == 0 || (w->stopping && ms_clock_monotonic() > w->drain_deadline))
+            break;
+        key = w->order[w->head];
+        w->order[w->head] = NULL;
+        w->head = (w->head + 1) % w->cap;
+        w->len--;
+        p = ms_strmap_del(&w->pending, key);
+        free(key);
+        pthread_mutex_unlock(&w->lock);
+        if (p != NULL)
+            write_one(w->c, p);
+        pending_free(p);
+        pthread_mutex_lock(&w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size_t capacity)
+{
+    ms__status_writer_t *w = ms_xcalloc(1, sizeof *w);
+
+    w->c = c;
+    w->cap = capacity > 0 ? capacity : 1024;
+    w->order = ms_xcalloc(w->cap, sizeof *w->order);
+    ms_strmap_init(&w->pending);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    w->threads = ms_xcalloc((size_t)(threads > 0 ? threads : 1), sizeof *w->threads);
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&w->threads[w->nthreads], NULL, run, w) == 0)
+            w->nthreads++;
+    return w;
+}
+
+void ms__status_writer_free(ms__status_writer_t *w, double drain)
+{
+    size_t pos = 0;
+    const char *key;
+    void *val;
+
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    w->drain_deadline = ms_clock_monotonic() + drain;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    for (int i = 0; i < w->nthreads; i++)
+        pthread_join(w->threads[i], NULL);
+    while (ms_strmap_next(&w->pending, &pos, &key, &val))
+        pending_free(val);
+    ms_strmap_cleanup(&w->pending);
+    for (size_t i = 0; i < w->cap; i++)
+        free(w->order[i]);
+    free(w->order);
+    free(w->threads);
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->cond);
+    free(w);
+}
+
+bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *name, cJSON *status)
+{
+    char key[MS__KEY_MAX];
+    pending_t *p, *old;
+
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    pthread_mutex_lock(&w->lock);
+    if (w->stopping || w->nthreads == 0) {
+        pthread_mutex_unlock(&w->lock);
+        cJSON_Delete(status);
+        return false;
+    }
+    old = ms_strmap_get(&w->pending, key);
+    if (old != NULL) {
+        /* Already queued: the newer patch takes its place in line. */
+        cJSON_Delete(old->status);
+        old->status = status;
+        pthread_mutex_unlock(&w->lock);
+        return true;
+    }
+    if (w->len == w->cap) {
+        pthread_mutex_unlock(&w->lock);
+        cJSON_Delete(status);
+        return false;
+    }
+    p = ms_xcalloc(1, sizeof *p);
+    p->ns = ms_xstrdup(ns);
+    p->name = ms_xstrdup(name);
+    p->status = status;
+    ms_strmap_put(&w->pending, key, p);
+    w->order[(w->head + w->len) % w->cap] = ms_xstrdup(key);
+    w->len++;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    return true;
+}
+
+size_t ms__status_writer_pending(ms__status_writer_t *w)
+{
+    size_t n;
+
+    pthread_mutex_lock(&w->lock);
+    n = w->len;
+    pthread_mutex_unlock(&w->lock);
+    return n;
+}
