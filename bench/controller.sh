@@ -8,7 +8,8 @@
 #
 #   bench/controller.sh [N (1000)] [WINDOWS (4)] [MODES ("dry-run live")]
 #
-# Per 15 s window: decisions; syncs later than their period (objects that
+# Per 15 s window (the controller's /metrics read once at each end, as a
+# Prometheus scraping every 15 s would): decisions; syncs later than their period (objects that
 # missed it); rounds and their wall time; controller CPU seconds and RSS; API
 # requests by verb and resource (the API server's own apiserver_request_total,
 # minus the background measured before the controller starts: the controller
@@ -35,12 +36,13 @@ PIDS=()
 cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
   if [ -n "${BENCH_KEEP:-}" ]; then
-    say "BENCH_KEEP: the environment stays up ($MESHSCALER_E2E_STATE); the exporter is stopped"
-  else
-    "$LOCAL" down >/dev/null 2>&1
+    say "BENCH_KEEP: the environment and the exporter stay up ($MESHSCALER_E2E_STATE)"
+    return
   fi
+  [ -z "${EXPORTER_PID:-}" ] || kill "$EXPORTER_PID" 2>/dev/null
+  wait 2>/dev/null
+  "$LOCAL" down >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -52,14 +54,18 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
   ninja -C "$build" meshscaler >/dev/null || { say "build failed"; exit 1; }
 
+# BENCH_REUSE=1: the environment, objects and exporter of an earlier BENCH_KEEP=1 run.
+if [ -z "${BENCH_REUSE:-}" ]; then
 "$LOCAL" down >/dev/null 2>&1
 "$LOCAL" up --no-node >"$work/up.log" 2>&1 || { tail -n 20 "$work/up.log"; exit 1; }
+fi
 eval "$("$LOCAL" env)"
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 k apply -f "$root/manifests/10-crd.yaml" >/dev/null
 k wait --for=condition=Established --timeout=60s crd/meshautoscalers.autoscaling.meshscaler.io >/dev/null
 
 # --- the objects --------------------------------------------------------------------------
+if [ -z "${BENCH_REUSE:-}" ]; then
 nns=$(( (N + 99) / 100 ))
 say "creating $N Deployments and MeshAutoscalers in $nns namespaces ..."
 t0=$SECONDS
@@ -119,7 +125,7 @@ say "  created in $((SECONDS - t0)) s: $(k get deploy -A --no-headers | wc -l) D
 # --- the sidecars' series ----------------------------------------------------------------------
 exp_port=$(free_port)
 python3 "$root/tests/integration/prom/helper.py" exporter "$exp_port" "$work/exp" >"$work/exp.log" 2>&1 &
-PIDS+=($!)
+EXPORTER_PID=$!
 # Scraped every 5 s (the 1 s default of e2e/local is too often for 2N series).
 printf '[{"targets": ["127.0.0.1:%s"], "labels": {"__metrics_path__": "/bench", "__scrape_interval__": "5s", "__scrape_timeout__": "4s", "job": "bench"}}]\n' \
   "$exp_port" > "$PROMETHEUS_TARGETS_DIR/.bench.json.tmp" && mv "$PROMETHEUS_TARGETS_DIR/.bench.json.tmp" "$PROMETHEUS_TARGETS_DIR/bench.json"
@@ -128,6 +134,7 @@ for _ in $(seq 1 60); do
   sleep 1
 done
 say "  Prometheus holds $(curl -sf "$PROMETHEUS_URL/api/v1/query" --data-urlencode 'query=count(haproxy_server_limit_sessions)' | sed 's/.*,"\([0-9]*\)"\]}\]}}/\1/') sidecars' limits"
+fi
 
 # --- measuring ---------------------------------------------------------------------------------
 api_metrics() { # verb resource count, for the requests of the API server's own counter
@@ -146,11 +153,20 @@ prom_query_stats() { # queries, seconds (the engine's own summary)
     /^prometheus_engine_query_duration_seconds_sum\{slice="inner_eval"\}/ {s = $NF}
     END {print c + 0, s + 0}'
 }
-ctl_metric() { # NAME: the sum of a family's samples on the controller's /metrics
-  curl -sf "http://127.0.0.1:$mport/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $NF} END {print s + 0}'
+# The controller's /metrics is read once at each end of a window (as often as
+# a Prometheus would scrape it), into $work/ctl.txt; ctl_metric reads that.
+ctl_scrape() { curl -sf "http://127.0.0.1:$mport/metrics" >"$work/ctl.txt" || : >"$work/ctl.txt"; }
+ctl_metric() { # NAME: the sum of a family's samples in the last scrape
+  awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $NF} END {print s + 0}' "$work/ctl.txt"
+}
+ctl_reasons() { # "reason count" of meshscaler_decisions_total in the last scrape
+  awk -F'[{}" ]+' '/^meshscaler_decisions_total\{/ {print $3, $NF}' "$work/ctl.txt" | sort
+}
+ctl_bucket() { # NAME LE: a histogram bucket's count in the last scrape
+  awk -v n="$1_bucket{le=\"$2\"}" '$1 == n {print $NF}' "$work/ctl.txt"
 }
 cpu_seconds() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
-rss_mib() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
+rss_mib() { awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {printf "%.0f MiB (peak %.0f MiB)", r / 1024, h / 1024}' "/proc/$1/status"; }
 
 # diff_api BEFORE AFTER: "verb resource delta" lines with a delta, biggest first.
 diff_api() { join -j1 <(awk '{print $1"|"$2, $3}' "$1" | sort) <(awk '{print $1"|"$2, $3}' "$2" | sort) |
@@ -178,17 +194,32 @@ run_mode() {
   synced_at=$(date +%s.%N)
   # The first full round: every object decided once.
   for _ in $(seq 1 1200); do
+    ctl_scrape
     [ "$(ctl_metric meshscaler_decisions_total)" -ge "$N" ] 2>/dev/null && break
     sleep 0.25
   done
   say ""
   say "$mode, $N objects: caches synced $(python3 -c "print('%.1f' % ($synced_at - $t_start))") s after start;" \
     "every object decided once $(python3 -c "import time; print('%.1f' % (time.time() - $synced_at))") s after that"
+  if [[ "$mode" == live ]]; then
+    # The first status of every object goes out at the client's rate limit
+    # (--kube-api-qps); "at rest" begins when the writers' queue is empty.
+    local t_drain=$SECONDS
+    for _ in $(seq 1 1200); do
+      ctl_scrape
+      [ "$(ctl_metric meshscaler_status_writes_queued)" = 0 ] && break
+      sleep 1
+    done
+    say "  status writes queued at start drained $((SECONDS - t_drain)) s after that" \
+      "($(ctl_metric meshscaler_status_writes_queued) still queued); measuring at rest"
+  fi
   local d0 l0 r0 rs0 q0 qs0 c0 a0 w0 late0 lc0
   for w in $(seq 1 "$WINDOWS"); do
+    ctl_scrape
+    ctl_reasons >"$work/reasons.a"
     d0=$(ctl_metric meshscaler_decisions_total); r0=$(ctl_metric meshscaler_round_duration_seconds_count)
     rs0=$(ctl_metric meshscaler_round_duration_seconds_sum)
-    lc0=$(curl -sf "http://127.0.0.1:$mport/metrics" | awk '/^meshscaler_sync_lateness_seconds_bucket\{le="15"\}/ {print $NF}')
+    lc0=$(ctl_bucket meshscaler_sync_lateness_seconds 15)
     late0=$(ctl_metric meshscaler_sync_lateness_seconds_count)
     w0=$(ctl_metric meshscaler_scales_total)
     read -r q0 qs0 < <(prom_query_stats)
@@ -201,9 +232,11 @@ run_mode() {
       sleep 15
     fi
     local d1 r1 rs1 q1 qs1 c1 w1 late1 lc1
+    ctl_scrape
+    ctl_reasons >"$work/reasons.b"
     d1=$(ctl_metric meshscaler_decisions_total); r1=$(ctl_metric meshscaler_round_duration_seconds_count)
     rs1=$(ctl_metric meshscaler_round_duration_seconds_sum)
-    lc1=$(curl -sf "http://127.0.0.1:$mport/metrics" | awk '/^meshscaler_sync_lateness_seconds_bucket\{le="15"\}/ {print $NF}')
+    lc1=$(ctl_bucket meshscaler_sync_lateness_seconds 15)
     late1=$(ctl_metric meshscaler_sync_lateness_seconds_count)
     w1=$(ctl_metric meshscaler_scales_total)
     read -r q1 qs1 < <(prom_query_stats)
@@ -215,9 +248,10 @@ a = [float(x or 0) for x in sys.argv[1:19]]
 d, r, rs, q, qs, c, late, lc, wr = (a[1]-a[0]), (a[3]-a[2]), (a[5]-a[4]), (a[7]-a[6]), (a[9]-a[8]), (a[11]-a[10]), (a[13]-a[12]), (a[15]-a[14]), (a[17]-a[16])
 missed = late - lc
 print(f"  15 s #{sys.argv[20]}: {d:.0f} decisions, {missed:.0f} synced later than their period, "
-      f"{r:.0f} rounds ({(rs / r if r else 0):.2f} s each), controller CPU {c:.2f} s, RSS {sys.argv[19]} MiB, "
+      f"{r:.0f} rounds ({(rs / r if r else 0):.2f} s each), controller CPU {c:.2f} s, RSS {sys.argv[19]}, "
       f"scale writes {wr:.0f}, Prometheus queries {q:.0f} ({qs:.2f} s)")
 PY
+    say "     decisions by reason: $(diff_api <(sed 's/^/r /' "$work/reasons.a") <(sed 's/^/r /' "$work/reasons.b") | sed 's/r //g')"
     say "     API requests (all clients): $(diff_api "$work/api.a" "$work/api.b")"
   done
   kill -TERM "$pid" 2>/dev/null

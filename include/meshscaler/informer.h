@@ -22,6 +22,14 @@
  * resourceVersion (logged at info; silence after an event or a bookmark,
  * a surely dead watch, is logged as a warning).
  *
+ * The cache holds each object as a cJSON tree, or with `compact` as its
+ * minified JSON text (plus its resourceVersion, for the relist diff) that
+ * every read parses again: a parse per read for a fifth of the memory. A
+ * cJSON node costs 64 bytes plus a malloc per member name and string, so a
+ * MeshAutoscaler of 2.2 KB of JSON costs about 12 KB of heap as a tree and
+ * 2.4 KB as text, and parsing it back costs about 10-20 us
+ * (bench/informer.sh).
+ *
  * Threads: each informer runs one background thread. Notifications are
  * called on that thread, one at a time, with no lock held: a handler may call
  * ms_kube_informer_get() but must not block for long or free the informer.
@@ -139,6 +147,16 @@ typedef struct {
      * thousands of workloads small. The array is copied. */
     const char *const *keep;
     ms_kube_transform_fn transform; /* may be NULL; runs after keep */
+    /* Cache each object (after keep and transform) as its minified JSON text,
+     * not as a tree, and parse it again on every read: get, visit, foreach, the
+     * old object of an UPDATED and the objects a relist notifies cost a parse
+     * each (a watch event's own object does not); caching one costs a print and
+     * a parse; the cache takes about a fifth of the heap (see the top of this
+     * file). Reads return the same content in both modes: an object whose text
+     * would not parse back bit for bit (cJSON prints a few doubles of 16 or 17
+     * significant digits with 15) stays a tree. A text that no longer parses
+     * (cJSON out of memory) reads as absent and is logged once. false: trees. */
+    bool compact;
     ms_kube_notify_fn notify;   /* may be NULL */
     void *ctx;
 } ms_kube_informer_options_t;
@@ -171,16 +189,19 @@ bool ms_kube_informer_wait_synced(ms_kube_informer_t *inf, double timeout_second
 void ms_kube_informer_free(ms_kube_informer_t *inf);
 
 /* A deep copy of the cached object with key "namespace/name" (or "name" for
- * cluster-scoped objects); the caller owns it. NULL when absent. */
+ * cluster-scoped objects), parsed from its text in compact mode; the caller
+ * owns it. NULL when absent. */
 cJSON *ms_kube_informer_get(ms_kube_informer_t *inf, const char *key);
 size_t ms_kube_informer_size(ms_kube_informer_t *inf);
 /* Call fn with the cached object with this key (NULL when absent) under the
- * cache's read lock, without copying it: fn must be quick, must not call back
- * into the informer, and must not keep obj. Returns whether the key was there. */
+ * cache's read lock, without copying it (compact mode: a tree parsed for the
+ * call and freed after it): fn must be quick, must not call back into the
+ * informer, and must not keep obj. Returns whether the key was there. */
 bool ms_kube_informer_visit(ms_kube_informer_t *inf, const char *key,
                             void (*fn)(void *ctx, const cJSON *obj), void *ctx);
 /* Call fn for every cached object under the cache's read lock: fn must not
- * call back into the informer. obj is borrowed. */
+ * call back into the informer. obj is borrowed for the call (compact mode:
+ * parsed for it, so a pass over N objects costs N parses under the lock). */
 void ms_kube_informer_foreach(ms_kube_informer_t *inf,
                               void (*fn)(void *ctx, const char *key, const cJSON *obj), void *ctx);
 void ms_kube_informer_stats(ms_kube_informer_t *inf, ms_kube_informer_stats_t *out);

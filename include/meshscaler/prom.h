@@ -13,8 +13,10 @@
  *
  * Ownership: ms_prom_client_new() copies every option string. A query struct
  * borrows its query text for the duration of ms_prom_run(); its result owns
- * what the decoder built (ms_prom_result_cleanup()). Label names and values
- * returned by ms_prom_series_label() are borrowed from the result.
+ * what the decoder built (ms_prom_result_cleanup()): a few blocks, not one
+ * per string, so an answer of 50,000 series decodes to about its own size.
+ * Label names and values returned by ms_prom_series_label() are borrowed
+ * from the result.
  *
  * Threads: a client may be shared by threads (the bearer token is re-read
  * under a lock); one ms_prom_run() call uses one batch on the calling thread.
@@ -82,10 +84,15 @@ typedef struct {
     double v; /* may be NaN or +-Inf: the decoder keeps what was sent */
 } ms_prom_point_t;
 
+struct ms__prom_label; /* private to the decoder */
+
 typedef struct {
-    const void *metric;     /* the labels; read them with ms_prom_series_label() */
     ms_prom_point_t *points; /* vector: exactly 1; matrix: 0 or more, oldest first */
     size_t npoints;
+    /* private: the labels, in the result's label table; read them with
+     * ms_prom_series_label() */
+    const struct ms__prom_label *labels_;
+    size_t nlabels_;
 } ms_prom_series_t;
 
 typedef struct {
@@ -99,9 +106,12 @@ typedef struct {
     size_t nseries;
     size_t nwarnings;          /* Prometheus "warnings"; the data is still valid */
     char warning[MS_ERRBUF_SIZE]; /* the first one */
-    /* private */
-    void *tree_;
+    /* private: besides series, a result owns three blocks, whatever the
+     * number of series: every point, every label, and one arena holding
+     * the label names and values (and string_value) */
     ms_prom_point_t *store_;
+    struct ms__prom_label *labels_;
+    char *arena_;
 } ms_prom_result_t;
 
 /* Empty result (reason MS_PROM_NO_DATA, nothing owned). */
@@ -111,7 +121,10 @@ void ms_prom_result_cleanup(ms_prom_result_t *r);
 
 /* Decode one response body (len bytes, need not be NUL-terminated) that
  * arrived with HTTP status http_status. *out must be initialised; it is
- * cleaned and refilled. Returns out->reason. Never reads past len. */
+ * cleaned and refilled. Returns out->reason. Never reads past len. The
+ * members of the answer may come in any order; unknown ones are skipped.
+ * A body cut short is MS_PROM_TRUNCATED, one that is not JSON (or nests
+ * deeper than 64 levels) MS_PROM_MALFORMED. */
 ms_prom_reason_t ms_prom_decode(const char *body, size_t len, long http_status,
                                 ms_prom_result_t *out);
 
@@ -178,6 +191,8 @@ typedef struct {
     double time;       /* instant: evaluation time, unix seconds; 0: the server's now */
     bool range;        /* true: /api/v1/query_range over [start, end] by step */
     double start, end, step;
+    size_t max_bytes;  /* the largest answer this query may read when more than the
+                          client's max_body (--prometheus-max-response-bytes); 0: that */
     ms_prom_result_t result; /* initialised and filled by ms_prom_run() */
 } ms_prom_query_t;
 

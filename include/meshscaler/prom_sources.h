@@ -149,8 +149,13 @@ ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *opts, char *err
 void ms_prom_tick_free(ms_prom_tick_t *tick);
 
 /* Observe n objects at wall time `now` (unix seconds; every query is
- * evaluated at it). Fills out[0..n). Returns MS_OK unless the batch could not
- * run at all (MS_ERR_NOMEM, MS_ERR_IO); per-value failures are in out. */
+ * evaluated at it). Fills out[0..n), or nothing when out is NULL (read each
+ * object later with ms_prom_tick_observe). Returns MS_OK unless the batch
+ * could not run at all (MS_ERR_NOMEM, MS_ERR_IO); per-value failures are in
+ * out. The answers are digested and freed before it returns: the tick keeps
+ * a few bytes per object until the next run or ms_prom_tick_free. A preset
+ * query may read 4 KiB of answer per object it covers, or the client's
+ * max_body when that is larger. */
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *tick, ms_prom_client_t *client,
                           const ms_prom_object_t *objs, size_t n, double now,
                           ms_prom_object_obs_t *out);
@@ -159,6 +164,13 @@ ms_err_t ms_prom_tick_run(ms_prom_tick_t *tick, ms_prom_client_t *client,
 ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *tick, ms_prom_client_t *client,
                                   const ms_prom_object_t *objs, size_t n, double now,
                                   const ms_prom_run_options_t *bounds, ms_prom_object_obs_t *out);
+
+/* What objs[i] observed in the last run; objs must be the array that run
+ * planned (the same specs and names, still alive). Details are borrowed from
+ * the tick. Reads the tick only: readers on several threads may call it
+ * at once, never during a run. */
+void ms_prom_tick_observe(const ms_prom_tick_t *tick, const ms_prom_object_t *objs, size_t i,
+                          ms_prom_object_obs_t *out);
 
 /* Figures of the last run. */
 void ms_prom_tick_stats(const ms_prom_tick_t *tick, ms_prom_tick_stats_t *out);

@@ -16,6 +16,10 @@ void *ms_xcalloc(size_t count, size_t size);
 void *ms_xrealloc(void *p, size_t n);
 char *ms_xstrdup(const char *s);
 char *ms_xstrndup(const char *s, size_t n);
+/* Make the array p of *cap elements of size bytes hold at least need:
+ * doubles from 16, updates *cap, returns the (maybe moved) array. The one
+ * growth loop of the project; aborts when the size would overflow. */
+void *ms_xgrow(void *p, size_t *cap, size_t need, size_t size);
 /* A new string from a printf format. */
 char *ms_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

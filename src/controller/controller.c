@@ -19,6 +19,7 @@
 #include "metrics_auth.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/log.h"
+#include "meshscaler/version.h"
 
 /* /healthz fails when keys have been due and nothing progressed for this many
  * sync periods, and at least LIVENESS_FLOOR seconds (a slow round under a
@@ -93,20 +94,14 @@ static const cJSON *annotations(const cJSON *obj)
                                             "annotations");
 }
 
-static const char *uid_of(const cJSON *obj)
-{
-    const cJSON *u = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid");
-
-    return cJSON_IsString(u) ? u->valuestring : "";
-}
-
 static void kick_key(void *ctx, const char *key) { ms__kick(ctx, key); }
 
-/* A MeshAutoscaler changed. Status-only updates (ours, mostly) are not
- * worth a sync: the grid brings the next one. New objects, spec
- * (generation) and annotation (pausing) changes are acted on at once, and so
- * are the autoscalers whose conflict with this one may have come or gone. */
+/* A MeshAutoscaler changed. Its state learns what the cache now holds (a
+ * status-only update moves only the resourceVersion). Status-only updates
+ * (ours, mostly) are not worth a sync: the grid brings the next one. New
+ * objects, spec (generation) and annotation (pausing) changes are acted on
+ * at once, and so are the autoscalers whose conflict with this one may have
+ * come or gone. */
 static void on_mas(void *ctx, ms_kube_change_t change, const cJSON *obj, const cJSON *old)
 {
     ms_controller_t *c = ctx;
@@ -115,25 +110,25 @@ static void on_mas(void *ctx, ms_kube_change_t change, const cJSON *obj, const c
 
     if (!ms_kube_object_key(obj, key, sizeof key))
         return;
-    if (c->target_index != NULL) {
+    if (change != MS_KUBE_DELETED)
+        ms__objects_note(&c->objects, key, obj, c->cfg.user_queries);
+    if (change == MS_KUBE_UPDATED && old != NULL && generation(obj) == generation(old) &&
+        cJSON_Compare(annotations(obj), annotations(old), true))
+        return;
+    /* A new, changed or deleted spec: the autoscalers on its old and new
+     * target may (no longer) conflict with it. */
+    if (c->target_index != NULL && (change != MS_KUBE_UPDATED || generation(obj) != generation(old))) {
         if (old != NULL)
             ms__target_index_each_mas(c->target_index, old, kick_key, c);
         ms__target_index_update(c->target_index, obj, false, change == MS_KUBE_DELETED);
         ms__target_index_each_mas(c->target_index, obj, kick_key, c);
     }
-    if (change == MS_KUBE_UPDATED && old != NULL && generation(obj) == generation(old) &&
-        cJSON_Compare(annotations(obj), annotations(old), true))
-        return;
-    pthread_mutex_lock(&c->objects.lock);
     if (change == MS_KUBE_DELETED) {
-        o = ms__objects_get_locked(&c->objects, key, NULL);
-        if (o != NULL)
+        pthread_mutex_lock(&c->objects.lock);
+        if ((o = ms__objects_get_locked(&c->objects, key)) != NULL)
             o->deleted = true;
-    } else {
-        o = ms__objects_get_locked(&c->objects, key, uid_of(obj));
-        o->deleted = false;
+        pthread_mutex_unlock(&c->objects.lock);
     }
-    pthread_mutex_unlock(&c->objects.lock);
     ms__kick(c, key);
 }
 
@@ -254,6 +249,10 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
         goto fail;
     /* One client for the informers, the workers and the events: one rate
      * limiter, so --kube-api-qps means what it says. */
+    /* The identity in the user agent tells replicas apart in the API
+     * server's audit log even when they share a ServiceAccount. */
+    snprintf(c->user_agent, sizeof c->user_agent, "meshscaler/%s (%s)", ms_version(), c->s_identity);
+    co.user_agent = c->user_agent;
     co.qps = cfg->kube_qps != 0 ? cfg->kube_qps : 300;
     co.burst = cfg->kube_burst > 0 ? cfg->kube_burst : 600;
     co.cancel = &c->cancel;
@@ -333,7 +332,11 @@ static ms_kube_informer_t *start_informer(ms_controller_t *c, const char *api_ve
 }
 
 /* Every informer the loop reads. Workloads and pods are trimmed to the few
- * fields a round uses: 10,000 Deployments cost megabytes, not hundreds. */
+ * fields a round uses: 10,000 Deployments cost megabytes, not hundreds. All
+ * caches are compact (text, parsed on read): the loop reads a workload once
+ * per round and a MeshAutoscaler only for a full status report, while the
+ * handlers get each event's own tree, so parses are few and the heap is a
+ * fifth of what trees take. */
 static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
 {
     static const char *const workload_plurals[3] = {"deployments", "statefulsets", "replicasets"};
@@ -344,6 +347,7 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     ms_kube_informer_options_t o = {0};
 
     if (!c->cfg.dry_run) {
+        o.compact = true;
         o.notify = on_hpa;
         o.ctx = c;
         o.keep = hpa_keep;
@@ -352,12 +356,14 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
             return MS_ERR_IO;
     }
     memset(&o, 0, sizeof o);
+    o.compact = true;
     o.keep = workload_keep;
     for (int i = 0; i < 3; i++)
         if ((c->workloads[i] = start_informer(c, "apps/v1", workload_plurals[i], &o, errbuf, errlen)) ==
             NULL)
             return MS_ERR_IO;
     memset(&o, 0, sizeof o);
+    o.compact = true;
     o.keep = pod_keep;
     o.transform = ms__pod_transform;
     o.notify = ms__pod_index_notify;
@@ -365,6 +371,7 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     if ((c->pods = start_informer(c, "v1", "pods", &o, errbuf, errlen)) == NULL)
         return MS_ERR_IO;
     memset(&o, 0, sizeof o);
+    o.compact = true;
     o.notify = on_mas;
     o.ctx = c;
     if ((c->mas = start_informer(c, MS__MAS_API_VERSION, MS__MAS_PLURAL, &o, errbuf, errlen)) == NULL)

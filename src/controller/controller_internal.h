@@ -78,17 +78,22 @@ typedef enum {
     MS__ENTRY_OBSERVED   /* observed: ready to decide */
 } ms__entry_stage_t;
 
-/* What a round knows of one object's target. */
+/* What a round knows of one object's target: what a scale write needs. */
 typedef struct {
-    bool known;               /* scale below is valid */
+    bool known;               /* the fields below are valid */
     bool cached;              /* from a workload informer (a built-in kind) */
-    ms_kube_scale_t scale;    /* replicas, resourceVersion (selector only for other kinds) */
+    int32_t replicas;         /* spec.replicas */
+    int32_t status_replicas;
+    char resource_version[64]; /* the write is conditional on it */
+    char uid[64];
     bool pods_ok;             /* pods were counted */
     int32_t ready_pods;
 } ms__target_t;
 
 /* One object of a round. The strings are owned by the entry; spec is a
- * reference. */
+ * reference. Its observation stays in the round's tick until the worker
+ * reads it (ms__round_observation): a round of 10,000 objects holds their
+ * answers once, not 10,000 copies of a full observation. */
 typedef struct {
     char key[MS__KEY_MAX];
     char ns[64];                 /* the namespace part of key */
@@ -99,7 +104,7 @@ typedef struct {
     char *pod_regex;             /* owned; NULL when pods were not needed or not counted */
     char problem[MS_ERRBUF_SIZE];
     bool transient;              /* NO_SCALE: worth a retry before the next period */
-    ms_prom_object_obs_t obs;    /* OBSERVED; details borrowed from the round's tick */
+    size_t obj_index;            /* OBSERVED: its index in the round's objs */
 } ms__round_entry_t;
 
 /* Objects due together and what one Prometheus tick said of them. The
@@ -111,26 +116,37 @@ typedef struct {
     double wall;                 /* the wall clock at the same instant */
     size_t n;
     ms__round_entry_t *entries;
-    ms_prom_tick_t *tick;        /* owns the detail strings of entries[].obs */
+    ms_prom_object_t *objs;      /* owned array; its strings point into entries */
+    size_t nobjs;
+    ms_prom_tick_t *tick;        /* owns what objects observed; NULL: no tick ran */
+    bool tick_ok;                /* the tick ran (its queries may still have failed) */
 } ms__round_t;
 
 ms__round_t *ms__round_retain(ms__round_t *r);
 void ms__round_release(ms__round_t *r);
+/* What entry e (OBSERVED) of round r observed, into out; details borrowed
+ * from the round. Any worker may call it while holding the round. */
+void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
+                           ms_prom_object_obs_t *out);
 
 /* ---- per-object state ---- */
 
 /* What the controller remembers about one MeshAutoscaler, keyed by
- * "namespace/name" and valid for one uid (a re-created object starts fresh).
- * Three owners, by field group:
- *   - the table's lock guards `due`, `kicked`, `pending*`, `busy`, `deleted`
- *     and `scale_hint`: handlers, the round thread and workers meet there;
+ * "namespace/name". Four owners, by field group:
+ *   - the table's lock guards `due`, `pending*`, `busy`, `deleted`,
+ *     `failures` and `scale_hint`: handlers, the round thread and workers
+ *     meet there;
+ *   - the MeshAutoscaler handler writes what the cache says of the object
+ *     (identity, generation, resourceVersion, pausing, parsed spec) under the
+ *     lock, so rounds and workers read it there without parsing the cached
+ *     object each period;
  *   - the round thread alone reads and writes the planning cache;
  *   - the worker holding the key (the queue never gives one key to two)
- *     alone reads and writes the sync memory.
+ *     alone reads and writes the sync memory, which belongs to one uid (a
+ *     re-created object starts fresh).
  * Only the round thread frees an object, and only when no worker holds it. */
 typedef struct ms__object {
     char key[MS__KEY_MAX];
-    char uid[64];
 
     /* guarded by the table's lock */
     double due;                /* monotonic time of the next sync; 0: now */
@@ -138,20 +154,29 @@ typedef struct ms__object {
     bool busy;                 /* a worker syncs it now */
     ms__round_t *pending;      /* a round entry waiting for a worker, or NULL */
     size_t pending_index;
-    ms_kube_scale_t scale_hint; /* other kinds: the last /scale a worker read */
-    bool has_scale_hint;
+    ms_kube_scale_t *scale_hint; /* owned; other kinds: the last /scale a worker read */
     unsigned failures;         /* consecutive transient failures (backoff) */
 
-    /* the round thread's planning cache */
-    ms__spec_ref_t *spec;      /* for the object's current generation */
+    /* the cache's object, kept by the handler (under the table's lock) */
+    char cache_uid[64];
+    long long generation;
+    char rv[64];               /* its resourceVersion */
+    ms_pause_t pause;
+    char *pause_error;         /* owned; NULL: the pausing annotations read fine */
+    ms__spec_ref_t *spec;      /* for the current generation; NULL until seen */
+
+    /* the round thread's planning cache (this group and the next are
+     * cleared together, from selector_rv on, for a new incarnation: keep
+     * them last) */
     char selector_rv[64];      /* workload resourceVersion the selector was compiled at */
-    char selector_text[MS_LABEL_SELECTOR_MAX / 4];
+    char *selector_text;       /* owned: other kinds' selector as /scale gave it */
     ms_label_selector_t *selector;
     unsigned long pods_generation; /* namespace pod generation the counts were made at */
     int32_t ready_pods;
     char *pod_regex;           /* owned; NULL: not computed */
 
     /* the sync memory (the worker holding the key) */
+    char uid[64];              /* the incarnation the memory belongs to */
     bool memory_ready;         /* rebuilt from status, or started empty */
     ms_engine_memory_t memory;
     double last_scale_time;    /* wall seconds; 0: never */
@@ -160,6 +185,11 @@ typedef struct ms__object {
     ms_reason_t last_reason;
     long long series_generation; /* spec generation the per-metric series were made for */
     unsigned char condition_reported[8]; /* per condition type: 1 + the status index with a series; 0: none */
+    /* What the last full report covered: a sync whose decision has the same
+     * fingerprint on an object still at that resourceVersion has nothing new
+     * to write or show (most syncs at rest), so it builds no status. */
+    uint64_t reported_fingerprint;
+    char reported_rv[64];
 } ms__object_t;
 
 typedef struct {
@@ -170,9 +200,17 @@ typedef struct {
 void ms__objects_init(ms__objects_t *t);
 /* Frees every object (nothing may run). */
 void ms__objects_cleanup(ms__objects_t *t);
-/* Under t->lock: the object with key, created (due now) when absent or made
- * fresh when uid differs; never NULL. uid NULL: only find (may return NULL). */
-ms__object_t *ms__objects_get_locked(ms__objects_t *t, const char *key, const char *uid);
+/* Under t->lock: the object with key, or NULL. */
+ms__object_t *ms__objects_get_locked(ms__objects_t *t, const char *key);
+/* The MeshAutoscaler handler: what the cache now holds of obj (added or
+ * updated; its key is `key`), under t->lock; creates the object (due now)
+ * when new. The spec is parsed again only when the generation or the uid
+ * moved, outside the lock. */
+void ms__objects_note(ms__objects_t *t, const char *key, const cJSON *obj, ms_user_queries_t policy);
+/* Under t->lock, the round thread: when the cache holds a new incarnation
+ * (another uid) and no worker holds the object, forget the old one's
+ * memory and planning cache. */
+void ms__objects_settle_locked(ms__object_t *o);
 /* Under t->lock: remove and free (the round thread, when no worker holds it). */
 void ms__objects_free_locked(ms__objects_t *t, ms__object_t *o);
 
@@ -261,6 +299,7 @@ typedef struct {
     int queue_depth;     /* gauge */
     int queue_delayed;   /* gauge */
     int objects;         /* gauge */
+    int status_queued;   /* gauge: status patches waiting for a writer */
     int client_requests; /* counter {verb}: every request of the client (informers, lease too) */
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
     int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
@@ -291,6 +330,7 @@ struct ms_controller {
     char *s_kubeconfig, *s_context, *s_namespace, *s_lease_id, *s_lease_ns, *s_identity,
         *s_metrics, *s_health, *s_workload_label, *s_rate_window;
 
+    char user_agent[400];
     ms_kube_config_t *kcfg;
     ms_kube_client_t *kube;        /* informers and workers: one rate limit, as --kube-api-qps says */
     ms_kube_client_t *kube_lease;  /* the elector's: bounded, no retries (lease.h) */
@@ -352,8 +392,11 @@ typedef struct {
     ms__round_entry_t *entry;    /* borrowed from the round */
     const ms__round_t *round;
     double started;              /* monotonic */
-    cJSON *obj;                  /* owned: a deep copy from the cache */
-    const char *ns, *name, *uid; /* borrowed from obj */
+    cJSON *obj;                  /* owned: a deep copy from the cache, made only when the
+                                    sync needs the previous status (ms__item_object) */
+    const char *ns, *name, *uid; /* point into the buffers below */
+    char ns_buf[64], name_buf[256], uid_buf[64];
+    char rv[64];                 /* the object's resourceVersion the sync saw */
     long long generation;
     ms__object_t *state;
     ms__entry_stage_t stage;
@@ -365,7 +408,8 @@ typedef struct {
     ms_kube_scale_t scale;
     bool transient;              /* the failure is worth a retry before the next period */
 
-    ms_prom_object_obs_t *obs;   /* borrowed from the entry; NULL unless OBSERVED */
+    ms_prom_object_obs_t obs;    /* OBSERVED: what the round observed */
+    bool has_obs;
 
     /* decision */
     double now;                  /* the engine's clock: the round's monotonic time */
@@ -385,6 +429,10 @@ typedef struct {
 
 /* Observe (time it, count it) one reconcile API call. */
 void ms__kube_observe(ms_controller_t *c, const char *operation, double started, ms_err_t err);
+
+/* The object as the cache holds it now (a deep copy, kept in it->obj);
+ * NULL when it was deleted meanwhile. */
+const cJSON *ms__item_object(ms_controller_t *c, ms__item_t *it);
 
 /* Restore it->state's memory from the object's status the first time this
  * process syncs the object (report.c). */

@@ -141,6 +141,8 @@ void ms__metrics_declare(ms_controller_t *c)
                                            NULL, 0, NULL, 0);
     f->objects = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_objects",
                                    "MeshAutoscalers in the informer cache.", NULL, 0, NULL, 0);
+    f->status_queued = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_status_writes_queued",
+                                         "Status patches waiting for a writer.", NULL, 0, NULL, 0);
     object_families(c);
 }
 
@@ -202,6 +204,9 @@ void ms__metrics_refresh(ms_controller_t *c)
                    (double)ms_workqueue_delayed_len(c->queue));
     ms_metrics_set(c->metrics, c->fam.objects, NULL,
                    c->mas != NULL ? (double)ms_kube_informer_size(c->mas) : 0);
+    if (c->status_writer != NULL)
+        ms_metrics_set(c->metrics, c->fam.status_queued, NULL,
+                       (double)ms__status_writer_pending(c->status_writer));
     if (c->events != NULL) {
         unsigned long dropped = ms__event_queue_dropped(c->events);
         ms_metrics_add(c->metrics, c->fam.events_dropped, NULL, (double)(dropped - c->last_events_dropped));

@@ -3,6 +3,7 @@
  * valid for one uid; and the reference-counted parsed specs it shares with
  * rounds and workers.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,13 +95,26 @@ void ms__objects_init(ms__objects_t *t)
     ms_strmap_init(&t->map);
 }
 
+/* The planning cache and the sync memory: what belongs to one incarnation. */
+static void forget_incarnation(ms__object_t *o)
+{
+    ms_label_selector_free(o->selector);
+    free(o->selector_text);
+    free(o->pod_regex);
+    free(o->scale_hint);
+    o->scale_hint = NULL;
+    o->failures = 0;
+    memset(o->selector_rv, 0, sizeof *o - offsetof(ms__object_t, selector_rv));
+    ms_engine_memory_init(&o->memory);
+}
+
 static void object_free(ms__object_t *o)
 {
     if (o->pending != NULL)
         ms__round_release(o->pending);
+    forget_incarnation(o);
     ms__spec_ref_release(o->spec);
-    ms_label_selector_free(o->selector);
-    free(o->pod_regex);
+    free(o->pause_error);
     free(o);
 }
 
@@ -116,37 +130,71 @@ void ms__objects_cleanup(ms__objects_t *t)
     pthread_mutex_destroy(&t->lock);
 }
 
-/* Forget everything of the previous incarnation but the table's own fields. */
-static void reset(ms__object_t *o, const char *key, const char *uid)
+ms__object_t *ms__objects_get_locked(ms__objects_t *t, const char *key)
 {
-    ms__round_t *pending = o->pending;
-
-    if (pending != NULL)
-        ms__round_release(pending);
-    ms__spec_ref_release(o->spec);
-    ms_label_selector_free(o->selector);
-    free(o->pod_regex);
-    memset(o, 0, sizeof *o);
-    snprintf(o->key, sizeof o->key, "%s", key);
-    snprintf(o->uid, sizeof o->uid, "%s", uid);
-    ms_engine_memory_init(&o->memory);
+    return ms_strmap_get(&t->map, key);
 }
 
-ms__object_t *ms__objects_get_locked(ms__objects_t *t, const char *key, const char *uid)
+void ms__objects_settle_locked(ms__object_t *o)
 {
-    ms__object_t *o = ms_strmap_get(&t->map, key);
+    if (o->busy || o->pending != NULL || strcmp(o->uid, o->cache_uid) == 0)
+        return;
+    if (o->uid[0] != '\0')
+        MS_LOG_INFO("object re-created, starting fresh", MS_S("object", o->key),
+                    MS_S("uid", o->cache_uid));
+    forget_incarnation(o);
+    snprintf(o->uid, sizeof o->uid, "%s", o->cache_uid);
+}
 
-    if (uid == NULL)
-        return o;
+static const char *meta_str(const cJSON *md, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, name);
+
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+void ms__objects_note(ms__objects_t *t, const char *key, const cJSON *obj, ms_user_queries_t policy)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(md, "generation");
+    const char *uid = meta_str(md, "uid");
+    long long gen = cJSON_IsNumber(g) ? (long long)g->valuedouble : 0;
+    ms__spec_ref_t *spec = NULL, *old = NULL;
+    char perr[MS_ERRBUF_SIZE] = "";
+    ms_pause_t pause;
+    ms__object_t *o;
+    bool reparse;
+
+    if (ms_pause_parse(cJSON_GetObjectItemCaseSensitive(md, "annotations"), &pause, perr,
+                       sizeof perr) != MS_OK && perr[0] == '\0')
+        snprintf(perr, sizeof perr, "unreadable");
+    pthread_mutex_lock(&t->lock);
+    o = ms_strmap_get(&t->map, key);
     if (o == NULL) {
         o = ms_xcalloc(1, sizeof *o);
-        reset(o, key, uid);
+        snprintf(o->key, sizeof o->key, "%s", key);
+        ms_engine_memory_init(&o->memory);
         ms_strmap_put(&t->map, key, o);
-    } else if (strcmp(o->uid, uid) != 0 && !o->busy) {
-        MS_LOG_INFO("object re-created, starting fresh", MS_S("object", key), MS_S("uid", uid));
-        reset(o, key, uid);
     }
-    return o;
+    reparse = o->spec == NULL || o->spec->generation != gen || strcmp(o->cache_uid, uid) != 0;
+    pthread_mutex_unlock(&t->lock);
+    /* Only this (the handler's) thread writes the spec: parse without the lock. */
+    if (reparse)
+        spec = ms__spec_ref_new(cJSON_GetObjectItemCaseSensitive(obj, "spec"), gen, policy);
+    pthread_mutex_lock(&t->lock);
+    snprintf(o->cache_uid, sizeof o->cache_uid, "%s", uid);
+    snprintf(o->rv, sizeof o->rv, "%s", meta_str(md, "resourceVersion"));
+    o->generation = gen;
+    o->pause = pause;
+    free(o->pause_error);
+    o->pause_error = perr[0] != '\0' ? ms_xstrdup(perr) : NULL;
+    o->deleted = false;
+    if (spec != NULL) {
+        old = o->spec;
+        o->spec = spec;
+    }
+    pthread_mutex_unlock(&t->lock);
+    ms__spec_ref_release(old);
 }
 
 void ms__objects_free_locked(ms__objects_t *t, ms__object_t *o)

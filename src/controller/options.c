@@ -101,8 +101,9 @@ static const option_t options[] = {
      "1ms..10m"},
     /* A round's Prometheus work is bounded in time and bytes (one hung or
      * flooding Prometheus must not stall every object): 1 MiB per answer
-     * (about 1,900 objects of one preset kind), 64 MiB for all answers of a
-     * round, and by default the smaller of the sync period and 10 s. */
+     * (a preset's may take 4 KiB per object it covers), 64 MiB for all
+     * answers of a round, and by default the smaller of the sync period and
+     * 10 s. */
     {"prometheus-max-response-bytes", "prometheusMaxResponseBytes", K_BYTES,
      OFF(prometheus_max_response_bytes), 65536, 1073741824.0, "64Ki..1Gi"},
     {"prometheus-max-round-bytes", "prometheusMaxRoundBytes", K_BYTES,
@@ -879,8 +880,8 @@ const char *ms_controller_options_help(void)
            "  --prometheus-ca-file FILE                  CA bundle for Prometheus' certificate\n"
            "  --prometheus-insecure-skip-verify          do not verify it (testing only)\n"
            "  --prometheus-timeout DURATION              per query (default 10s)\n"
-           "  --prometheus-max-response-bytes BYTES      one answer (default 1Mi: about 1,900\n"
-           "                                             objects of one preset kind)\n"
+           "  --prometheus-max-response-bytes BYTES      one answer (default 1Mi); a preset's\n"
+           "                                             may take 4Ki per object it covers\n"
            "  --prometheus-max-round-bytes BYTES         all answers of a round (default 64Mi)\n"
            "  --prometheus-round-timeout DURATION        a round's queries together (default:\n"
            "                                             the sync period, at most 10s)\n"

@@ -22,6 +22,7 @@
 #include "controller_internal.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 #define MAX_WRITE_ATTEMPTS 3
 
@@ -54,32 +55,51 @@ bool ms__spec_needs_pods(const ms_spec_t *s)
     return uses_pod_regex(s->retry_storm.retry_share_query);
 }
 
-static const char *meta_str(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), key);
+/* ---- load: the object as its handler left it, its scale ---- */
 
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+/* Under the table's lock: the object's identity, resourceVersion,
+ * generation and pausing as the cache holds them now. False when it was
+ * deleted or re-created since the round (the next round sees it). */
+static bool load_object(ms_controller_t *c, ms__item_t *it, char *pause_err, size_t cap)
+{
+    ms__object_t *o = it->state;
+    const char *slash = strchr(it->key, '/');
+    bool same;
+
+    if (slash == NULL)
+        return false;
+    snprintf(it->ns_buf, sizeof it->ns_buf, "%.*s", (int)(slash - it->key), it->key);
+    snprintf(it->name_buf, sizeof it->name_buf, "%s", slash + 1);
+    pthread_mutex_lock(&c->objects.lock);
+    same = !o->deleted && strcmp(o->cache_uid, it->entry->uid) == 0;
+    snprintf(it->uid_buf, sizeof it->uid_buf, "%s", o->cache_uid);
+    snprintf(it->rv, sizeof it->rv, "%s", o->rv);
+    it->generation = o->generation;
+    it->pause = o->pause;
+    snprintf(pause_err, cap, "%s", o->pause_error ? o->pause_error : "");
+    pthread_mutex_unlock(&c->objects.lock);
+    return same;
 }
 
-/* ---- load: the cached object, its spec and pausing, its scale ---- */
+const cJSON *ms__item_object(ms_controller_t *c, ms__item_t *it)
+{
+    if (it->obj == NULL)
+        it->obj = ms_kube_informer_get(c->mas, it->key);
+    return it->obj;
+}
 
 static bool load(ms_controller_t *c, ms__item_t *it)
 {
-    const cJSON *md;
     ms__round_entry_t *e = it->entry;
+    char pause_err[MS_ERRBUF_SIZE];
 
-    it->obj = ms_kube_informer_get(c->mas, it->key);
-    if (it->obj == NULL)
+    if (!load_object(c, it, pause_err, sizeof pause_err))
         return false;
-    it->ns = meta_str(it->obj, "namespace");
-    it->name = meta_str(it->obj, "name");
-    it->uid = meta_str(it->obj, "uid");
-    if (it->ns == NULL || it->name == NULL || it->uid == NULL || strcmp(it->uid, e->uid) != 0)
-        return false; /* deleted, or re-created since the round: the next round sees it */
-    md = cJSON_GetObjectItemCaseSensitive(it->obj, "metadata");
-    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(md, "generation")))
-        it->generation = (long long)cJSON_GetObjectItemCaseSensitive(md, "generation")->valuedouble;
+    it->ns = it->ns_buf;
+    it->name = it->name_buf;
+    it->uid = it->uid_buf;
+    if (pause_err[0] != '\0' && e->stage == MS__ENTRY_OBSERVED)
+        MS_LOG_WARN("unreadable pausing annotation", MS_S("object", it->key), MS_S("error", pause_err));
     it->stage = (ms__entry_stage_t)e->stage;
     if (e->spec != NULL)
         it->spec = &e->spec->spec;
@@ -88,19 +108,19 @@ static bool load(ms_controller_t *c, ms__item_t *it)
         it->transient = e->transient;
         return true;
     }
-    {
-        char perr[MS_ERRBUF_SIZE] = "";
-        if (ms_pause_parse(cJSON_GetObjectItemCaseSensitive(md, "annotations"), &it->pause, perr,
-                           sizeof perr) != MS_OK)
-            MS_LOG_WARN("unreadable pausing annotation", MS_S("object", it->key), MS_S("error", perr));
-    }
     it->ref.api_version = it->spec->target_api_version;
     it->ref.kind = it->spec->target_kind;
     it->ref.namespace_ = it->ns;
     it->ref.name = it->spec->target_name;
-    it->obs = &e->obs;
+    ms__round_observation(it->round, e, &it->obs);
+    it->has_obs = true;
     if (e->target.cached) {
-        it->scale = e->target.scale;
+        memset(&it->scale, 0, sizeof it->scale);
+        it->scale.replicas = e->target.replicas;
+        it->scale.status_replicas = e->target.status_replicas;
+        snprintf(it->scale.resource_version, sizeof it->scale.resource_version, "%s",
+                 e->target.resource_version);
+        snprintf(it->scale.uid, sizeof it->scale.uid, "%s", e->target.uid);
         return true;
     }
     /* Other kinds: the scale subresource itself (the round only had the hint
@@ -120,8 +140,9 @@ static bool load(ms_controller_t *c, ms__item_t *it)
             return true;
         }
         pthread_mutex_lock(&c->objects.lock);
-        it->state->scale_hint = it->scale;
-        it->state->has_scale_hint = true;
+        if (it->state->scale_hint == NULL)
+            it->state->scale_hint = ms_xmalloc(sizeof *it->state->scale_hint);
+        *it->state->scale_hint = it->scale;
         pthread_mutex_unlock(&c->objects.lock);
     }
     return true;
@@ -131,7 +152,7 @@ static bool load(ms_controller_t *c, ms__item_t *it)
 
 static ms_err_t decide(ms__item_t *it)
 {
-    ms_observation_t obs = it->obs->obs;
+    ms_observation_t obs = it->obs.obs;
     const ms__target_t *t = &it->entry->target;
     int32_t current = it->scale.replicas;
 
@@ -234,7 +255,6 @@ static void decide_and_apply(ms_controller_t *c, ms__item_t *it)
         break;
     }
     ms_engine_record_scale(&it->state->memory, it->spec, it->now, change);
-    ms_decision_explain(it->spec, &it->d, it->explanation, sizeof it->explanation);
 }
 
 /* ---- one key ---- */
@@ -255,7 +275,7 @@ void ms__sync_key(ms_controller_t *c, const char *key)
     ms__object_t *o;
 
     pthread_mutex_lock(&c->objects.lock);
-    o = ms__objects_get_locked(&c->objects, key, NULL);
+    o = ms__objects_get_locked(&c->objects, key);
     round = o != NULL ? o->pending : NULL;
     if (round == NULL) {
         pthread_mutex_unlock(&c->objects.lock);

@@ -3,6 +3,9 @@
  * (only when it changed), Events, the per-object metrics, and in dry-run
  * one decision line on stdout instead of any write.
  */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +53,7 @@ static void set_or_remove(ms_controller_t *c, int family, const char *const *lab
 static void metric_series(ms_controller_t *c, ms__item_t *it)
 {
     const ms_spec_t *spec = it->spec;
-    const ms_observation_t *obs = it->obs != NULL ? &it->obs->obs : NULL;
+    const ms_observation_t *obs = it->has_obs ? &it->obs.obs : NULL;
 
     /* A new spec may have renamed metrics or downstreams: start its series afresh. */
     if (it->state->series_generation != it->generation) {
@@ -160,9 +163,9 @@ static void dry_run_line(ms_controller_t *c, ms__item_t *it, const char *why)
     const char *codes[MS_MAX_METRICS] = {0}, *details[MS_MAX_METRICS] = {0};
     ms_buf_t line;
 
-    for (size_t i = 0; it->obs != NULL && i < it->spec->nmetrics; i++) {
-        codes[i] = ms_prom_reason_name(it->obs->metrics[i].reason);
-        details[i] = it->obs->metrics[i].detail;
+    for (size_t i = 0; it->has_obs && i < it->spec->nmetrics; i++) {
+        codes[i] = ms_prom_reason_name(it->obs.metrics[i].reason);
+        details[i] = it->obs.metrics[i].detail;
     }
     r.missing_code = codes;
     r.missing_detail = details;
@@ -230,9 +233,9 @@ static void report_decision(ms_controller_t *c, ms__item_t *it)
     }
 }
 
-static const cJSON *previous_status(const ms__item_t *it)
+static const cJSON *previous_status(ms_controller_t *c, ms__item_t *it)
 {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(it->obj, "status");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(ms__item_object(c, it), "status");
 
     return cJSON_IsObject(st) ? st : NULL;
 }
@@ -241,8 +244,7 @@ void ms__memory_restore(ms_controller_t *c, ms__item_t *it)
 {
     bool restored;
 
-    (void)c;
-    restored = ms_status_restore_memory(previous_status(it), it->spec, it->wall, it->now,
+    restored = ms_status_restore_memory(previous_status(c, it), it->spec, it->wall, it->now,
                                         it->scale.replicas, &it->state->memory);
     MS_LOG_DEBUG("engine memory rebuilt from status", MS_S("object", it->key),
                  MS_S("last_recommendation", restored ? "restored" : "none"));
@@ -279,7 +281,7 @@ static void write_status(ms_controller_t *c, ms__item_t *it)
 
     ms_dryrun_rfc3339(it->wall > 0 ? it->wall : ms_clock_wall(), now, sizeof now);
     ms_status_input_init(&in);
-    in.previous = previous_status(it);
+    in.previous = previous_status(c, it);
     in.spec = it->spec;
     in.generation = it->generation;
     in.now = now;
@@ -309,8 +311,77 @@ out:
     cJSON_Delete(patch);
 }
 
+static void report_full(ms_controller_t *c, ms__item_t *it);
+
+/* ---- the fast path at rest ---- */
+
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull; /* FNV-1a */
+    return h;
+}
+
+static uint64_t mix_double(uint64_t h, bool present, double v)
+{
+    long long milli = present ? llround(v * 1000.0) : LLONG_MIN; /* as the status rounds */
+
+    return mix(h, &milli, sizeof milli);
+}
+
+/* Everything of a decided sync that the status, the per-object series and
+ * the events show: equal fingerprints on an unchanged object mean nothing
+ * to write or update. */
+static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
+{
+    const ms_decision_t *d = &it->d;
+    uint64_t h = 1469598103934665603ull;
+    int32_t ints[] = {(int32_t)it->generation, d->current_replicas, it->desired, d->reason,
+                      d->rate_reason, d->recommendation, d->stabilized_value, d->rate_limited_value,
+                      d->downstream_cap, (int32_t)d->metrics_missing, (int32_t)d->failures,
+                      (int32_t)it->pause_effect};
+    bool flags[] = {d->has_recommendation, d->stabilized, d->downstream_bound, d->fallback_used,
+                    d->retry_storm, d->held_by_storm, d->saturated, it->conflict, it->applied,
+                    it->write_failed, c->cfg.dry_run || it->spec->dry_run};
+
+    h = mix(h, ints, sizeof ints);
+    h = mix(h, flags, sizeof flags);
+    for (size_t i = 0; i < d->nmetrics; i++) {
+        const ms_metric_result_t *m = &d->metrics[i];
+        h = mix_double(h, m->value.present, m->value.value);
+        h = mix_double(h, m->effective.present, m->effective.value);
+        h = mix(h, &m->replicas, sizeof m->replicas);
+        h = mix(h, &m->has_replicas, sizeof m->has_replicas);
+    }
+    for (size_t i = 0; i < d->ndownstreams; i++)
+        h = mix(h, &d->downstreams[i], sizeof d->downstreams[i]);
+    h = mix(h, it->conflict_with, strlen(it->conflict_with));
+    return h;
+}
+
 void ms__report(ms_controller_t *c, ms__item_t *it)
 {
+    if (it->stage == MS__ENTRY_OBSERVED && !c->cfg.dry_run) {
+        uint64_t fp = fingerprint(c, it);
+        /* Nothing new since the last full report, and nobody changed the
+         * object since (its resourceVersion): count the decision, done. */
+        if (fp == it->state->reported_fingerprint && strcmp(it->rv, it->state->reported_rv) == 0 &&
+            !it->write_failed) {
+            ms_metrics_add(c->metrics, c->fam.decisions, (const char *[]){ms_reason_name(it->d.reason)}, 1);
+            return;
+        }
+        it->state->reported_fingerprint = fp;
+        snprintf(it->state->reported_rv, sizeof it->state->reported_rv, "%s", it->rv);
+    }
+    report_full(c, it);
+}
+
+static void report_full(ms_controller_t *c, ms__item_t *it)
+{
+    if (it->stage == MS__ENTRY_OBSERVED)
+        ms_decision_explain(it->spec, &it->d, it->explanation, sizeof it->explanation);
     char message[MS_ERRBUF_SIZE + 64];
 
     switch (it->stage) {

@@ -42,6 +42,7 @@ void ms__round_release(ms__round_t *r)
         free(r->entries[i].pod_regex);
     }
     free(r->entries);
+    free(r->objs);
     ms_prom_tick_free(r->tick);
     free(r);
 }
@@ -113,7 +114,7 @@ void ms__kick(ms_controller_t *c, const char *key)
     ms__object_t *o;
 
     pthread_mutex_lock(&c->objects.lock);
-    o = ms__objects_get_locked(&c->objects, key, NULL);
+    o = ms__objects_get_locked(&c->objects, key);
     if (o != NULL)
         o->due = 0;
     pthread_mutex_unlock(&c->objects.lock);
@@ -198,13 +199,6 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
 
 /* ---- planning one object ---- */
 
-typedef struct {
-    ms_controller_t *c;
-    ms__object_t *o;
-    ms__round_entry_t *e;
-    bool found;
-} mas_visit_t;
-
 static long long number_member(const cJSON *obj, const char *a, const char *b, long long def)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
@@ -215,25 +209,6 @@ static const char *string_member(const cJSON *obj, const char *a, const char *b)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* Under the MeshAutoscaler cache's read lock: the uid, and the spec parsed
- * again only when the generation moved. */
-static void visit_mas(void *ctx, const cJSON *obj)
-{
-    mas_visit_t *v = ctx;
-    const char *uid = string_member(obj, "metadata", "uid");
-    long long gen = number_member(obj, "metadata", "generation", 0);
-
-    if (obj == NULL || uid == NULL)
-        return;
-    v->found = true;
-    snprintf(v->e->uid, sizeof v->e->uid, "%s", uid);
-    if (v->o->spec == NULL || v->o->spec->generation != gen || strcmp(v->o->uid, uid) != 0) {
-        ms__spec_ref_release(v->o->spec);
-        v->o->spec = ms__spec_ref_new(cJSON_GetObjectItemCaseSensitive(obj, "spec"), gen,
-                                      v->c->cfg.user_queries);
-    }
 }
 
 typedef struct {
@@ -259,10 +234,10 @@ static void visit_workload(void *ctx, const cJSON *obj)
     v->t->cached = true;
     /* spec.replicas defaults to 1 (the API server sets it; a cached object
      * without it is one the defaulting never saw). */
-    v->t->scale.replicas = (int32_t)number_member(obj, "spec", "replicas", 1);
-    v->t->scale.status_replicas = (int32_t)number_member(obj, "status", "replicas", 0);
-    snprintf(v->t->scale.resource_version, sizeof v->t->scale.resource_version, "%s", rv);
-    snprintf(v->t->scale.uid, sizeof v->t->scale.uid, "%s", uid ? uid : "");
+    v->t->replicas = (int32_t)number_member(obj, "spec", "replicas", 1);
+    v->t->status_replicas = (int32_t)number_member(obj, "status", "replicas", 0);
+    snprintf(v->t->resource_version, sizeof v->t->resource_version, "%s", rv);
+    snprintf(v->t->uid, sizeof v->t->uid, "%s", uid ? uid : "");
     if (v->o->selector == NULL || strcmp(v->o->selector_rv, rv) != 0) {
         ms_label_selector_t *sel = NULL;
         const cJSON *js = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
@@ -300,19 +275,27 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
             return;
         }
     } else {
+        char selector[sizeof o->scale_hint->selector] = "";
         pthread_mutex_lock(&c->objects.lock);
-        if (o->has_scale_hint) {
-            e->target.scale = o->scale_hint;
-            e->target.known = true;
+        if (o->scale_hint != NULL) {
+            const ms_kube_scale_t *h = o->scale_hint;
+            e->target = (ms__target_t){.known = true, .replicas = h->replicas,
+                                       .status_replicas = h->status_replicas};
+            snprintf(e->target.resource_version, sizeof e->target.resource_version, "%s",
+                     h->resource_version);
+            snprintf(e->target.uid, sizeof e->target.uid, "%s", h->uid);
+            snprintf(selector, sizeof selector, "%s", h->selector);
         }
         pthread_mutex_unlock(&c->objects.lock);
-        if (e->target.known && (o->selector == NULL || strcmp(o->selector_text, e->target.scale.selector) != 0)) {
+        if (e->target.known && (o->selector == NULL || o->selector_text == NULL ||
+                                strcmp(o->selector_text, selector) != 0)) {
             ms_label_selector_t *sel = NULL;
             char err[MS_ERRBUF_SIZE];
-            if (ms_label_selector_parse(e->target.scale.selector, &sel, err, sizeof err) == MS_OK) {
+            if (ms_label_selector_parse(selector, &sel, err, sizeof err) == MS_OK) {
                 ms_label_selector_free(o->selector);
                 o->selector = sel;
-                snprintf(o->selector_text, sizeof o->selector_text, "%s", e->target.scale.selector);
+                free(o->selector_text);
+                o->selector_text = ms_xstrdup(selector);
                 o->pods_generation = 0;
             }
         }
@@ -342,7 +325,7 @@ static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e,
     unsigned long gen;
 
     if (!e->spec->needs_pods || o->selector == NULL || c->pod_index == NULL ||
-        (!e->target.cached && e->target.scale.selector[0] == '\0'))
+        (!e->target.cached && (o->selector_text == NULL || o->selector_text[0] == '\0')))
         return;
     want_regex = spec_uses_pod_regex(&e->spec->spec);
     gen = ms__pod_index_generation(c->pod_index, ns);
@@ -364,7 +347,6 @@ static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e)
     char ns[MS__KEY_MAX];
     const char *slash = strchr(key, '/');
     ms__object_t *o;
-    mas_visit_t v;
 
     snprintf(e->key, sizeof e->key, "%s", key);
     e->stage = MS__ENTRY_GONE;
@@ -372,17 +354,17 @@ static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e)
         return;
     snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
     snprintf(e->ns, sizeof e->ns, "%.63s", ns);
+    /* o is safe to use after the lock: only this thread frees objects. */
     pthread_mutex_lock(&c->objects.lock);
-    o = ms__objects_get_locked(&c->objects, key, NULL);
+    o = ms__objects_get_locked(&c->objects, key);
+    if (o != NULL && !o->deleted && o->spec != NULL) {
+        ms__objects_settle_locked(o);
+        snprintf(e->uid, sizeof e->uid, "%s", o->cache_uid);
+        e->spec = ms__spec_ref_retain(o->spec);
+    }
     pthread_mutex_unlock(&c->objects.lock);
-    if (o == NULL)
+    if (e->spec == NULL)
         return;
-    /* o is safe to use without the lock: only this thread frees objects. */
-    v = (mas_visit_t){c, o, e, false};
-    ms_kube_informer_visit(c->mas, key, visit_mas, &v);
-    if (!v.found)
-        return;
-    e->spec = ms__spec_ref_retain(o->spec);
     if (!e->spec->ok) {
         e->stage = MS__ENTRY_INVALID;
         ms_errf(e->problem, sizeof e->problem, MS_OK, "%s", e->spec->problem);
@@ -397,9 +379,9 @@ static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e)
 
 /* A query that needed {{podRegex}} when the pods could not be counted would
  * match nothing of the target: missing, never zero. */
-static void drop_pod_queries(ms__round_entry_t *e)
+static void drop_pod_queries(const ms__round_entry_t *e, ms_prom_object_obs_t *out)
 {
-    ms_observation_t *o = &e->obs.obs;
+    ms_observation_t *o = &out->obs;
     const ms_spec_t *s = &e->spec->spec;
 
     if (e->target.pods_ok)
@@ -407,7 +389,7 @@ static void drop_pod_queries(ms__round_entry_t *e)
     for (size_t i = 0; i < s->nmetrics; i++) {
         if (uses_pod_regex(s->metrics[i].query)) {
             o->metrics[i].present = false;
-            e->obs.metrics[i] = (ms_prom_why_t){MS_PROM_TEMPLATE, "the target's pods could not be listed"};
+            out->metrics[i] = (ms_prom_why_t){MS_PROM_TEMPLATE, "the target's pods could not be listed"};
         }
         if (uses_pod_regex(s->saturation[i].admitted_query) ||
             uses_pod_regex(s->saturation[i].rejected_query))
@@ -420,66 +402,69 @@ static void drop_pod_queries(ms__round_entry_t *e)
         o->retry_share.present = false;
 }
 
-static void missing_everywhere(ms__round_entry_t *e, const char *why)
+static void missing_everywhere(ms_prom_object_obs_t *out, const char *why)
 {
-    ms_observation_init(&e->obs.obs);
+    memset(out, 0, sizeof *out);
+    ms_observation_init(&out->obs);
     for (size_t k = 0; k < MS_MAX_METRICS; k++)
-        e->obs.metrics[k] = (ms_prom_why_t){MS_PROM_UNAVAILABLE, why};
+        out->metrics[k] = (ms_prom_why_t){MS_PROM_UNAVAILABLE, why};
 }
 
-/* One Prometheus tick for every observed entry of the round. */
+void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
+                           ms_prom_object_obs_t *out)
+{
+    if (!r->tick_ok || e->obj_index >= r->nobjs)
+        missing_everywhere(out, "the Prometheus tick did not run");
+    else
+        ms_prom_tick_observe(r->tick, r->objs, e->obj_index, out);
+    drop_pod_queries(e, out);
+}
+
+/* One Prometheus tick for every observed entry of the round; each worker
+ * reads its object's observation from it (ms__round_observation). */
 static void observe(ms_controller_t *c, ms__round_t *r)
 {
-    ms_prom_object_t *objs = ms_xcalloc(r->n ? r->n : 1, sizeof *objs);
-    ms_prom_object_obs_t *outs = ms_xcalloc(r->n ? r->n : 1, sizeof *outs);
-    size_t *map = ms_xcalloc(r->n ? r->n : 1, sizeof *map), m = 0;
     char errbuf[MS_ERRBUF_SIZE] = "";
     ms_prom_tick_stats_t st;
     ms_err_t err = MS_ERR_IO;
+    size_t m = 0;
 
+    r->objs = ms_xcalloc(r->n ? r->n : 1, sizeof *r->objs);
     for (size_t i = 0; i < r->n; i++) {
         ms__round_entry_t *e = &r->entries[i];
         if (e->stage != MS__ENTRY_OBSERVED)
             continue;
-        objs[m].spec = &e->spec->spec;
-        objs[m].namespace_name = e->ns;
-        objs[m].name = e->spec->spec.target_name;
-        objs[m].kind = e->spec->spec.target_kind;
-        objs[m].pod_regex = e->pod_regex;
-        map[m++] = i;
+        r->objs[m].spec = &e->spec->spec;
+        r->objs[m].namespace_name = e->ns;
+        r->objs[m].name = e->spec->spec.target_name;
+        r->objs[m].kind = e->spec->spec.target_kind;
+        r->objs[m].pod_regex = e->pod_regex;
+        e->obj_index = m++;
     }
-    if (m > 0 && (r->tick = ms_prom_tick_new(&c->cfg.presets, errbuf, sizeof errbuf)) != NULL) {
-        /* Bounded: a hung or flooding Prometheus costs one round at most its
-         * deadline and its byte budget; shutdown cancels what is in flight. */
-        double timeout = c->cfg.round_timeout > 0 ? c->cfg.round_timeout
-                                                  : fmin(c->cfg.sync_period, 10.0);
-        ms_prom_run_options_t bounds = {r->now + timeout, &c->prom_cancel,
-                                        c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
-
-        err = ms_prom_tick_run_bounded(r->tick, c->prom, objs, m, r->wall, &bounds, outs);
-        ms_prom_tick_stats(r->tick, &st);
-        ms_metrics_add(c->metrics, c->fam.prom_queries, NULL, (double)st.queries_sent);
-        ms_metrics_add(c->metrics, c->fam.prom_failures, NULL, (double)st.failed_queries);
-        ms_metrics_observe(c->metrics, c->fam.prom_seconds, NULL, st.seconds);
-        MS_LOG_DEBUG("round observed", MS_I("objects", (long long)m),
-                     MS_I("queries", (long long)st.queries_sent),
-                     MS_I("failed", (long long)st.failed_queries), MS_D("seconds", st.seconds));
-        if (err != MS_OK)
-            MS_LOG_WARN("prometheus tick failed", MS_S("error", ms_strerror(err)));
-    } else if (m > 0) {
+    r->nobjs = m;
+    if (m == 0)
+        return;
+    if ((r->tick = ms_prom_tick_new(&c->cfg.presets, errbuf, sizeof errbuf)) == NULL) {
         MS_LOG_ERROR("cannot plan the prometheus tick", MS_S("error", errbuf));
+        return;
     }
-    for (size_t j = 0; j < m; j++) {
-        ms__round_entry_t *e = &r->entries[map[j]];
-        if (r->tick == NULL || err != MS_OK)
-            missing_everywhere(e, "the Prometheus tick did not run");
-        else
-            e->obs = outs[j];
-        drop_pod_queries(e);
-    }
-    free(objs);
-    free(outs);
-    free(map);
+    /* Bounded: a hung or flooding Prometheus costs one round at most its
+     * deadline and its byte budget; shutdown cancels what is in flight. */
+    double timeout = c->cfg.round_timeout > 0 ? c->cfg.round_timeout : fmin(c->cfg.sync_period, 10.0);
+    ms_prom_run_options_t bounds = {r->now + timeout, &c->prom_cancel,
+                                    c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
+
+    err = ms_prom_tick_run_bounded(r->tick, c->prom, r->objs, m, r->wall, &bounds, NULL);
+    ms_prom_tick_stats(r->tick, &st);
+    ms_metrics_add(c->metrics, c->fam.prom_queries, NULL, (double)st.queries_sent);
+    ms_metrics_add(c->metrics, c->fam.prom_failures, NULL, (double)st.failed_queries);
+    ms_metrics_observe(c->metrics, c->fam.prom_seconds, NULL, st.seconds);
+    MS_LOG_DEBUG("round observed", MS_I("objects", (long long)m),
+                 MS_I("queries", (long long)st.queries_sent),
+                 MS_I("failed", (long long)st.failed_queries), MS_D("seconds", st.seconds));
+    if (err != MS_OK)
+        MS_LOG_WARN("prometheus tick failed", MS_S("error", ms_strerror(err)));
+    r->tick_ok = err == MS_OK;
 }
 
 /* ---- one round ---- */
@@ -489,7 +474,7 @@ static void hand_out(ms_controller_t *c, ms__round_t *r)
     pthread_mutex_lock(&c->objects.lock);
     for (size_t i = 0; i < r->n; i++) {
         ms__round_entry_t *e = &r->entries[i];
-        ms__object_t *o = ms__objects_get_locked(&c->objects, e->key, NULL);
+        ms__object_t *o = ms__objects_get_locked(&c->objects, e->key);
         double period = period_of(c, e->spec);
 
         if (o == NULL || o->busy || o->pending != NULL)

@@ -5,6 +5,11 @@
  * cache is a chained hash map from "namespace/name" to the object; only the
  * informer's thread writes it (under the write lock), readers take the read
  * lock, and notifications run with no lock held.
+ *
+ * An entry holds its object either as the cJSON tree (the default) or, in
+ * compact mode, as its minified JSON text, parsed again on every read: a
+ * cJSON node costs 64 bytes plus a malloc per member name and string, so
+ * the text takes about a fifth of the tree's heap (bench/informer.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,14 +19,20 @@
 #include "meshscaler/clock.h"
 #include "meshscaler/informer.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 #define KEY_MAX 512
 
+/* One cached object, one allocation. Tree mode: obj is the object (owned)
+ * and rv points into it; text is NULL. Compact mode: obj is NULL and key[]
+ * holds "key\0rv\0text\0", rv and text pointing into it (unless its text
+ * would not read back the same: see entry_new). */
 typedef struct entry {
-    char *key;
-    cJSON *obj;
-    const char *rv; /* points into obj */
     struct entry *next;
+    cJSON *obj;
+    const char *rv;
+    const char *text;
+    char key[];
 } entry_t;
 
 typedef struct {
@@ -38,6 +49,7 @@ struct ms_kube_informer {
     long watch_timeout;
     long watch_idle_timeout;
     bool keep_managed_fields;
+    bool compact; /* entries hold text, not trees */
     char **keep; /* NULL-terminated dotted paths, owned; NULL: everything */
     ms_kube_transform_fn transform;
     ms_kube_notify_fn notify;
@@ -47,6 +59,7 @@ struct ms_kube_informer {
     pthread_t thread;
     bool started;
     atomic_bool stop;
+    atomic_bool reparse_logged; /* a cached text failed to parse (logged once) */
 
     pthread_rwlock_t lock; /* guards cache */
     map_t cache;
@@ -57,6 +70,145 @@ struct ms_kube_informer {
     /* Stats, guarded by sync_lock. */
     ms_kube_informer_stats_t stats;
 };
+
+/* ---- entries ---- */
+
+static const char *rv_of(const cJSON *obj)
+{
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+    return cJSON_IsString(rv) ? rv->valuestring : "";
+}
+
+/* A tree-mode entry for obj under key; the entry owns obj from now on. */
+static entry_t *entry_of_tree(const char *key, cJSON *obj)
+{
+    size_t kn = strlen(key) + 1;
+    entry_t *e = ms_xmalloc(sizeof *e + kn);
+
+    e->next = NULL;
+    e->obj = obj;
+    e->rv = rv_of(obj);
+    e->text = NULL;
+    memcpy(e->key, key, kn);
+    return e;
+}
+
+/* Whether the trees from a and b (siblings and all below) hold the same
+ * numbers, bit for bit, in the same places. */
+static bool same_numbers(const cJSON *a, const cJSON *b)
+{
+    for (; a != NULL && b != NULL; a = a->next, b = b->next) {
+        if (cJSON_IsNumber(a) && (!cJSON_IsNumber(b) || a->valuedouble != b->valuedouble))
+            return false;
+        if (!same_numbers(a->child, b->child))
+            return false;
+    }
+    return a == NULL && b == NULL;
+}
+
+/* Whether text, printed from obj, parses back to obj. Only numbers can
+ * differ: cJSON prints 15 significant digits whenever they parse back
+ * within its comparison's tolerance, so a few doubles of 16 or 17 digits
+ * come back one bit off (0.30000000000000004 prints as 0.3). */
+static bool prints_exactly(const cJSON *obj, const char *text)
+{
+    cJSON *back = cJSON_Parse(text);
+    bool same = back != NULL && same_numbers(obj, back);
+
+    cJSON_Delete(back);
+    return same;
+}
+
+/* A compact entry for obj under key: its text and resourceVersion; obj is
+ * borrowed and unchanged. NULL when the text would not read back as obj
+ * (prints_exactly). */
+static entry_t *entry_of_text(const char *key, const cJSON *obj)
+{
+    char *text = cJSON_PrintUnformatted(obj);
+    const char *rv = rv_of(obj);
+    size_t kn = strlen(key) + 1, rn = strlen(rv) + 1, tn;
+    entry_t *e;
+
+    if (text == NULL) {
+        /* cJSON prints any tree it parsed; NULL is its allocation failure. */
+        MS_LOG_ERROR("out of memory printing an object for the cache", MS_S("key", key));
+        abort();
+    }
+    if (!prints_exactly(obj, text)) {
+        free(text);
+        return NULL;
+    }
+    /* Three strings already in memory: their sum cannot overflow. */
+    tn = strlen(text) + 1;
+    e = ms_xmalloc(sizeof *e + kn + rn + tn);
+    e->next = NULL;
+    e->obj = NULL;
+    memcpy(e->key, key, kn);
+    memcpy(e->key + kn, rv, rn);
+    memcpy(e->key + kn + rn, text, tn);
+    e->rv = e->key + kn;
+    e->text = e->key + kn + rn;
+    free(text);
+    return e;
+}
+
+/* The entry caching obj (after trim) under key, in the informer's mode.
+ * Tree mode takes obj; compact mode borrows it (the caller still frees it)
+ * and keeps a copy of the tree for the rare object whose text would not
+ * read back the same, so both modes read the same content. */
+static entry_t *entry_new(const ms_kube_informer_t *inf, const char *key, cJSON *obj)
+{
+    entry_t *e;
+    cJSON *copy;
+
+    if (!inf->compact)
+        return entry_of_tree(key, obj);
+    if ((e = entry_of_text(key, obj)) != NULL)
+        return e;
+    if ((copy = cJSON_Duplicate(obj, true)) == NULL)
+        abort();
+    return entry_of_tree(key, copy);
+}
+
+static void entry_free(entry_t *e)
+{
+    if (e == NULL)
+        return;
+    cJSON_Delete(e->obj);
+    free(e);
+}
+
+/* The object of e for reading. Tree mode: e->obj, borrowed like e, and
+ * *owned is NULL. Compact mode: a new tree parsed from the text, also put
+ * in *owned for the caller to delete. NULL when the text does not parse
+ * (we printed it, so only cJSON's allocation failure could): the caller
+ * treats the object as absent; logged once per informer. */
+static const cJSON *entry_read(ms_kube_informer_t *inf, const entry_t *e, cJSON **owned)
+{
+    *owned = NULL;
+    if (e->text == NULL)
+        return e->obj;
+    *owned = cJSON_Parse(e->text);
+    if (*owned == NULL && !atomic_exchange(&inf->reparse_logged, true))
+        MS_LOG_ERROR("a cached object's text does not parse; treating it as absent",
+                     MS_S("path", inf->path), MS_S("key", e->key));
+    return *owned;
+}
+
+/* A new tree of e's object, the caller's; NULL as for entry_read(). */
+static cJSON *entry_copy(ms_kube_informer_t *inf, const entry_t *e)
+{
+    cJSON *copy;
+
+    if (e->text != NULL) {
+        entry_read(inf, e, &copy);
+        return copy;
+    }
+    if ((copy = cJSON_Duplicate(e->obj, true)) == NULL)
+        abort();
+    return copy;
+}
 
 /* ---- the map ---- */
 
@@ -83,9 +235,7 @@ static void map_free(map_t *m)
         entry_t *e = m->buckets[i];
         while (e != NULL) {
             entry_t *next = e->next;
-            free(e->key);
-            cJSON_Delete(e->obj);
-            free(e);
+            entry_free(e);
             e = next;
         }
     }
@@ -94,12 +244,19 @@ static void map_free(map_t *m)
     m->n = 0;
 }
 
+/* The link that points at key's entry, or the NULL that ends its chain. */
+static entry_t **map_link(const map_t *m, const char *key)
+{
+    entry_t **pe = &m->buckets[hash(key) & (m->nbuckets - 1)];
+
+    while (*pe != NULL && strcmp((*pe)->key, key) != 0)
+        pe = &(*pe)->next;
+    return pe;
+}
+
 static entry_t *map_find(const map_t *m, const char *key)
 {
-    for (entry_t *e = m->buckets[hash(key) & (m->nbuckets - 1)]; e != NULL; e = e->next)
-        if (strcmp(e->key, key) == 0)
-            return e;
-    return NULL;
+    return *map_link(m, key);
 }
 
 static void map_grow(map_t *m)
@@ -124,54 +281,39 @@ static void map_grow(map_t *m)
     m->nbuckets = nb;
 }
 
-static const char *rv_of(const cJSON *obj)
+/* Insert e (the map's from now on), replacing the entry with its key in
+ * place; returns the replaced entry (the caller's) or NULL. */
+static entry_t *map_put(map_t *m, entry_t *e)
 {
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-    return cJSON_IsString(rv) ? rv->valuestring : "";
-}
+    entry_t **pe = map_link(m, e->key);
+    entry_t *old = *pe;
+    size_t j;
 
-/* Insert or replace; returns the replaced object (caller frees) or NULL. */
-static cJSON *map_put(map_t *m, const char *key, cJSON *obj)
-{
-    entry_t *e = map_find(m, key);
-    cJSON *old;
-
-    if (e != NULL) {
-        old = e->obj;
-        e->obj = obj;
-        e->rv = rv_of(obj);
+    if (old != NULL) {
+        e->next = old->next;
+        *pe = e;
         return old;
     }
     if (m->n >= m->nbuckets)
         map_grow(m);
-    e = calloc(1, sizeof *e);
-    if (e == NULL || (e->key = strdup(key)) == NULL)
-        abort();
-    e->obj = obj;
-    e->rv = rv_of(obj);
-    size_t j = hash(key) & (m->nbuckets - 1);
+    j = hash(e->key) & (m->nbuckets - 1);
     e->next = m->buckets[j];
     m->buckets[j] = e;
     m->n++;
     return NULL;
 }
 
-/* Remove; returns the object (caller frees) or NULL. */
-static cJSON *map_del(map_t *m, const char *key)
+/* Remove key's entry; returns it (the caller's) or NULL. */
+static entry_t *map_del(map_t *m, const char *key)
 {
-    for (entry_t **pe = &m->buckets[hash(key) & (m->nbuckets - 1)]; *pe != NULL; pe = &(*pe)->next) {
-        if (strcmp((*pe)->key, key) == 0) {
-            entry_t *e = *pe;
-            cJSON *obj = e->obj;
-            *pe = e->next;
-            free(e->key);
-            free(e);
-            m->n--;
-            return obj;
-        }
+    entry_t **pe = map_link(m, key);
+    entry_t *e = *pe;
+
+    if (e != NULL) {
+        *pe = e->next;
+        m->n--;
     }
-    return NULL;
+    return e;
 }
 
 /* ---- helpers ---- */
@@ -281,8 +423,31 @@ static ms_err_t on_item(void *ctx, cJSON *item)
     if (copy == NULL)
         abort();
     trim(l->inf, copy);
-    cJSON_Delete(map_put(&l->fresh, key, copy));
+    entry_free(map_put(&l->fresh, entry_new(l->inf, key, copy)));
+    if (l->inf->compact)
+        cJSON_Delete(copy); /* printed into the entry */
     return MS_OK;
+}
+
+/* Notify ch with the objects of the entries now (the new object, or the last
+ * known one for DELETED) and was (the previous one for UPDATED; may be NULL).
+ * Compact entries are parsed only when someone listens; one whose text does
+ * not parse counts as absent. */
+static void notify_entries(ms_kube_informer_t *inf, ms_kube_change_t ch, const entry_t *now,
+                           const entry_t *was)
+{
+    cJSON *parsed_now = NULL, *parsed_was = NULL;
+    const cJSON *obj, *old = NULL;
+
+    if (inf->notify == NULL)
+        return;
+    obj = entry_read(inf, now, &parsed_now);
+    if (was != NULL)
+        old = entry_read(inf, was, &parsed_was);
+    if (obj != NULL)
+        notify(inf, ch == MS_KUBE_UPDATED && old == NULL ? MS_KUBE_ADDED : ch, obj, old);
+    cJSON_Delete(parsed_now);
+    cJSON_Delete(parsed_was);
 }
 
 /* Replace the cache with fresh and notify the differences. */
@@ -300,15 +465,15 @@ static void replace(ms_kube_informer_t *inf, map_t *fresh)
         for (entry_t *e = inf->cache.buckets[i]; e != NULL; e = e->next) {
             entry_t *was = map_find(&old, e->key);
             if (was == NULL)
-                notify(inf, MS_KUBE_ADDED, e->obj, NULL);
+                notify_entries(inf, MS_KUBE_ADDED, e, NULL);
             else if (strcmp(was->rv, e->rv) != 0)
-                notify(inf, MS_KUBE_UPDATED, e->obj, was->obj);
+                notify_entries(inf, MS_KUBE_UPDATED, e, was);
         }
     }
     for (size_t i = 0; i < old.nbuckets; i++)
         for (entry_t *e = old.buckets[i]; e != NULL; e = e->next)
             if (map_find(&inf->cache, e->key) == NULL)
-                notify(inf, MS_KUBE_DELETED, e->obj, NULL);
+                notify_entries(inf, MS_KUBE_DELETED, e, NULL);
     map_free(&old);
 }
 
@@ -353,12 +518,31 @@ typedef struct {
     unsigned long bookmarks;
 } watching_t;
 
+/* Notify the change of one watch event whose object obj (after trim) is
+ * the new one, or for DELETED the last known one, in both modes: nothing is
+ * parsed for it. was is the entry it replaced or removed (may be NULL). */
+static void notify_event(ms_kube_informer_t *inf, ms_kube_event_type_t type, const cJSON *obj,
+                         const entry_t *was)
+{
+    cJSON *parsed = NULL;
+    const cJSON *prev = NULL;
+
+    if (type == MS_KUBE_EV_DELETED) {
+        notify(inf, MS_KUBE_DELETED, obj, NULL);
+        return;
+    }
+    if (was != NULL && inf->notify != NULL)
+        prev = entry_read(inf, was, &parsed);
+    notify(inf, prev != NULL ? MS_KUBE_UPDATED : MS_KUBE_ADDED, obj, prev);
+    cJSON_Delete(parsed);
+}
+
 static ms_err_t on_event(void *ctx, ms_kube_event_type_t type, cJSON *obj)
 {
     watching_t *w = ctx;
     ms_kube_informer_t *inf = w->inf;
     char key[KEY_MAX];
-    cJSON *old;
+    entry_t *e = NULL, *was;
 
     snprintf(w->rv, w->rvcap, "%s", rv_of(obj));
     if (type == MS_KUBE_EV_BOOKMARK) {
@@ -376,25 +560,21 @@ static ms_err_t on_event(void *ctx, ms_kube_event_type_t type, cJSON *obj)
     }
     w->events++;
     trim(inf, obj);
+    if (type != MS_KUBE_EV_DELETED)
+        e = entry_new(inf, key, obj); /* before the lock: compact mode prints */
     pthread_rwlock_wrlock(&inf->lock);
-    if (type == MS_KUBE_EV_DELETED) {
-        old = map_del(&inf->cache, key);
-    } else {
-        old = map_put(&inf->cache, key, obj);
-    }
+    was = e != NULL ? map_put(&inf->cache, e) : map_del(&inf->cache, key);
     pthread_rwlock_unlock(&inf->lock);
     pthread_mutex_lock(&inf->sync_lock);
     inf->stats.events++;
     inf->stats.objects = inf->cache.n;
     snprintf(inf->stats.resource_version, sizeof inf->stats.resource_version, "%s", w->rv);
     pthread_mutex_unlock(&inf->sync_lock);
-    if (type == MS_KUBE_EV_DELETED) {
-        notify(inf, MS_KUBE_DELETED, obj, NULL);
+    notify_event(inf, type, obj, was);
+    /* The cache keeps obj itself only in tree mode, and not for DELETED. */
+    if (e == NULL || inf->compact)
         cJSON_Delete(obj);
-    } else {
-        notify(inf, old ? MS_KUBE_UPDATED : MS_KUBE_ADDED, obj, old);
-    }
-    cJSON_Delete(old);
+    entry_free(was);
     return MS_OK;
 }
 
@@ -516,6 +696,7 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
     inf->watch_idle_timeout = o->watch_idle_timeout_seconds > 0 ? o->watch_idle_timeout_seconds
                                                                 : MS_KUBE_WATCH_IDLE_TIMEOUT;
     inf->keep_managed_fields = o->keep_managed_fields;
+    inf->compact = o->compact;
     if (o->keep != NULL) {
         static const char *const always[] = {"metadata.name", "metadata.namespace", "metadata.uid",
                                              "metadata.resourceVersion"};
@@ -537,6 +718,7 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
     ms__kube_backoff_init(&inf->backoff, o->backoff_initial > 0 ? o->backoff_initial : 0.8,
                           o->backoff_max > 0 ? o->backoff_max : 30, (uint64_t)(uintptr_t)inf);
     atomic_init(&inf->stop, false);
+    atomic_init(&inf->reparse_logged, false);
     pthread_rwlock_init(&inf->lock, NULL);
     pthread_mutex_init(&inf->sync_lock, NULL);
     pthread_cond_init(&inf->sync_cond, NULL);
@@ -599,8 +781,8 @@ cJSON *ms_kube_informer_get(ms_kube_informer_t *inf, const char *key)
 
     pthread_rwlock_rdlock(&inf->lock);
     e = map_find(&inf->cache, key);
-    if (e != NULL && (copy = cJSON_Duplicate(e->obj, true)) == NULL)
-        abort();
+    if (e != NULL)
+        copy = entry_copy(inf, e);
     pthread_rwlock_unlock(&inf->lock);
     return copy;
 }
@@ -609,12 +791,17 @@ bool ms_kube_informer_visit(ms_kube_informer_t *inf, const char *key,
                             void (*fn)(void *ctx, const cJSON *obj), void *ctx)
 {
     entry_t *e;
+    cJSON *parsed = NULL;
+    const cJSON *obj = NULL;
 
     pthread_rwlock_rdlock(&inf->lock);
     e = map_find(&inf->cache, key);
-    fn(ctx, e != NULL ? e->obj : NULL);
+    if (e != NULL)
+        obj = entry_read(inf, e, &parsed);
+    fn(ctx, obj);
     pthread_rwlock_unlock(&inf->lock);
-    return e != NULL;
+    cJSON_Delete(parsed);
+    return obj != NULL;
 }
 
 size_t ms_kube_informer_size(ms_kube_informer_t *inf)
@@ -632,8 +819,13 @@ void ms_kube_informer_foreach(ms_kube_informer_t *inf,
 {
     pthread_rwlock_rdlock(&inf->lock);
     for (size_t i = 0; i < inf->cache.nbuckets; i++)
-        for (entry_t *e = inf->cache.buckets[i]; e != NULL; e = e->next)
-            fn(ctx, e->key, e->obj);
+        for (entry_t *e = inf->cache.buckets[i]; e != NULL; e = e->next) {
+            cJSON *parsed;
+            const cJSON *obj = entry_read(inf, e, &parsed);
+            if (obj != NULL)
+                fn(ctx, e->key, obj);
+            cJSON_Delete(parsed);
+        }
     pthread_rwlock_unlock(&inf->lock);
 }
 

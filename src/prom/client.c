@@ -21,9 +21,10 @@
 #define DEFAULT_TIMEOUT_MS 10000L
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000L
 #define DEFAULT_IN_FLIGHT 8u
-/* One answer. A batched preset answer is about 550 bytes per object (five
- * fields of ~110): 1 MiB covers about 1,900 objects per preset kind; larger
- * installations raise --prometheus-max-response-bytes (docs/metrics.md). */
+/* One answer, unless its query allows more: a batched preset answer is about
+ * 550 bytes per object (five fields of ~110) and the tick lets it take 4 KiB
+ * per object it covers (src/prom/tick.c), so 1 MiB bounds user queries and
+ * the presets of small installations. */
 #define DEFAULT_MAX_BODY (1024u * 1024u)
 #define DEFAULT_BREAKER_RUNS 3u
 #define DEFAULT_BREAKER_BACKOFF 5.0
@@ -385,6 +386,28 @@ typedef struct {
     bool sent;
 } pending_query_t;
 
+/* The cap one answer is read under: the client's, or its query's own when
+ * that is larger (a preset's grows with the objects it covers). */
+static size_t answer_cap(const ms_prom_client_t *c, const ms_prom_query_t *q)
+{
+    return q->max_bytes > c->max_body ? q->max_bytes : c->max_body;
+}
+
+/* An answer past its cap: the HTTP layer's line ("POST <url>: response body
+ * exceeds its size limit") with the cap in bytes and what raises it. */
+static void name_the_cap(const pending_query_t *p, const ms_http_response_t *resp)
+{
+    ms_prom_result_t *r = &p->query->result;
+
+    if (p->query->max_bytes > p->client->max_body)
+        ms_errf(r->message, sizeof r->message, MS_OK, "%s of %zu bytes (this query's cap)",
+                resp->error, resp->body.max);
+    else
+        ms_errf(r->message, sizeof r->message, MS_OK,
+                "%s of %zu bytes (raise --prometheus-max-response-bytes)", resp->error,
+                resp->body.max);
+}
+
 static void on_answer(void *ctx, ms_http_response_t *resp)
 {
     pending_query_t *p = ctx;
@@ -403,6 +426,8 @@ static void on_answer(void *ctx, ms_http_response_t *resp)
                 "not read: the round's answers had passed %zu bytes", p->max_total);
     } else {
         ms_prom_decode_response(resp, &p->query->result);
+        if (resp->err == MS_ERR_TOOLARGE)
+            name_the_cap(p, resp);
     }
     ms_http_response_cleanup(resp);
 }
@@ -497,7 +522,7 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
     }
     for (size_t i = 0; i < n; i++) {
         ms_buf_init(&bodies[i], REQUEST_MAX);
-        ms_http_response_init(&resps[i], c->max_body);
+        ms_http_response_init(&resps[i], answer_cap(c, &qs[i]));
         if (build_body(c, &qs[i], &bodies[i]) != MS_OK) {
             fail_all(&qs[i], 1, MS_PROM_BAD_QUERY, "the query is too long to send");
             continue; /* the others still run */

@@ -4,8 +4,19 @@
  * The response shape (Prometheus 2.x, /api/v1/query and query_range):
  *   {"status":"success","data":{"resultType":"vector","result":[...]},"warnings":[...]}
  *   {"status":"error","errorType":"bad_data","error":"..."}
- * Sample values are strings ("1.5", "NaN", "+Inf"). The cJSON tree is kept
- * in the result so label strings can be borrowed instead of copied.
+ * Sample values are strings ("1.5", "NaN", "+Inf"). Members may come in any
+ * order (a proxy may reorder them: resultType after result, status last);
+ * unknown members are passed over; of two members with one name the first
+ * counts.
+ *
+ * The body is read twice with the pull scanner of jscan.h, never parsed
+ * into a tree: a batched preset answer of 50,000 series is about 5.5 MB,
+ * and a cJSON tree of it held nine times that. The first pass checks the
+ * whole document and notes where the members that matter are, so a broken
+ * or cut body is reported as such whatever its members say; the second
+ * decodes those spans. Series go straight into four blocks that grow as the
+ * body is read (series, points, labels, and one arena of label strings) and
+ * are shrunk to fit at the end.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -13,9 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
-#include "meshscaler/prom.h"
+#include "decode_internal.h"
 
 static const char *const reason_names[] = {
 #define MS__PROM_REASON_NAME(name, sentence) #name,
@@ -49,9 +58,10 @@ void ms_prom_result_cleanup(ms_prom_result_t *r)
 {
     if (r == NULL)
         return;
-    cJSON_Delete(r->tree_);
-    free(r->store_);
     free(r->series);
+    free(r->store_);
+    free(r->labels_);
+    free(r->arena_);
     ms_prom_result_init(r);
 }
 
@@ -62,9 +72,8 @@ static void one_line(char *s)
             *s = ' ';
 }
 
-/* Set the reason and a one-line message; returns the reason. */
-__attribute__((format(printf, 3, 4))) static ms_prom_reason_t
-fail(ms_prom_result_t *r, ms_prom_reason_t reason, const char *fmt, ...)
+ms_prom_reason_t ms__prom_fail(ms_prom_result_t *r, ms_prom_reason_t reason, const char *fmt,
+                               ...)
 {
     va_list ap;
 
@@ -127,29 +136,76 @@ bool ms_prom_parse_value(const char *s, size_t len, double *out)
     return true;
 }
 
-/* A [time, "value"] pair. */
-static bool parse_point(const cJSON *pair, ms_prom_point_t *p)
-{
-    const cJSON *t, *v;
+/* ---- scalars, strings, errors, warnings ---- */
 
-    if (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2)
-        return false;
-    t = pair->child;
-    v = t->next;
-    if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble) || !cJSON_IsString(v))
-        return false;
-    p->t = t->valuedouble;
-    return ms_prom_parse_value(v->valuestring, strlen(v->valuestring), &p->v);
+/* String v of body, unescaped into out (cap bytes with the NUL), cut when
+ * longer. */
+static void text_of(const char *body, const ms__jval_t *v, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    ms__jscan_unescape(body + v->start, v->end - v->start, out, cap - 1, &n);
+    out[n] = '\0';
 }
 
-static ms_prom_reason_t decode_error_body(const cJSON *root, long status, ms_prom_result_t *r)
+static bool decode_scalar(const char *body, size_t len, const ms__jval_t *result,
+                          ms_prom_point_t *pt)
 {
-    const cJSON *etype = cJSON_GetObjectItemCaseSensitive(root, "errorType");
-    const cJSON *emsg = cJSON_GetObjectItemCaseSensitive(root, "error");
-    const char *type = cJSON_IsString(etype) ? etype->valuestring : "";
-    const char *msg = cJSON_IsString(emsg) ? emsg->valuestring : "(no message)";
+    ms__jscan_t s;
+
+    if (result->type == MS__JSON_NONE)
+        return false;
+    ms__jscan_init(&s, body, len, result->start);
+    return ms__prom_read_pair(&s, pt) == MS__PAIR_OK;
+}
+
+/* [time, "text"]: the text goes into r->arena_. */
+static ms_prom_reason_t decode_string(const char *body, size_t len, const ms__jval_t *result,
+                                      ms_prom_result_t *r)
+{
+    ms__jscan_t s;
+    ms__jval_t e[2];
+    size_t n = 0, tlen;
+    double t = 0;
+
+    if (result->type != MS__JSON_NONE) {
+        ms__jscan_init(&s, body, len, result->start);
+        if (!ms__prom_read_array2(&s, e, &n))
+            n = 0;
+    }
+    if (n != 2 || !ms__jscan_number(body, &e[0], &t) || e[1].type != MS__JSON_STRING)
+        return ms__prom_fail(r, MS_PROM_MALFORMED, "a string result is not [time, \"text\"]");
+    tlen = e[1].end - e[1].start;
+    if ((r->arena_ = malloc(tlen + 1)) == NULL)
+        return ms__prom_fail(r, MS_PROM_TOO_LARGE, "out of memory holding a string of %zu bytes",
+                             tlen);
+    ms__jscan_unescape(body + e[1].start, tlen, r->arena_, tlen, &n);
+    r->arena_[n] = '\0';
+    r->scalar.t = t;
+    r->scalar.v = NAN;
+    r->string_value = r->arena_;
+    return MS_PROM_OK;
+}
+
+/* Where the members that matter are, as the first pass found them (type
+ * MS__JSON_NONE: absent). */
+typedef struct {
+    ms__jval_t status, error_type, error, warnings;
+    ms__jval_t data, result_type, result; /* result_type and result: of data */
+} doc_t;
+
+static ms_prom_reason_t decode_error_body(const char *body, const doc_t *d, long status,
+                                          ms_prom_result_t *r)
+{
+    /* The message is searched for a phrase Prometheus puts in its first
+     * lines; what is longer than 4 KiB is cut (the message shows 256). */
+    char type[64] = "", msg[4096] = "(no message)";
     ms_prom_reason_t reason = MS_PROM_SERVER_ERROR;
 
+    if (d->error_type.type == MS__JSON_STRING)
+        text_of(body, &d->error_type, type, sizeof type);
+    if (d->error.type == MS__JSON_STRING)
+        text_of(body, &d->error, msg, sizeof msg);
     if (strcmp(type, "bad_data") == 0)
         reason = MS_PROM_BAD_QUERY;
     else if (strcmp(type, "execution") == 0)
@@ -161,119 +217,146 @@ static ms_prom_reason_t decode_error_body(const cJSON *root, long status, ms_pro
         reason = MS_PROM_TIMEOUT;
     else if (strcmp(type, "canceled") == 0)
         reason = MS_PROM_CANCELLED;
-    return fail(r, reason, "HTTP %ld %s: %s", status, type[0] ? type : "error", msg);
+    return ms__prom_fail(r, reason, "HTTP %ld %s: %s", status, type[0] ? type : "error", msg);
 }
 
-static void take_warnings(const cJSON *root, ms_prom_result_t *r)
+static void take_warnings(const char *body, size_t len, const doc_t *d, ms_prom_result_t *r)
 {
-    const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "warnings");
-    const cJSON *item;
+    ms__jscan_t s;
+    ms__jval_t v, item;
+    char first[MS_ERRBUF_SIZE];
 
-    if (!cJSON_IsArray(w))
+    if (d->warnings.type != MS__JSON_ARRAY)
         return;
-    cJSON_ArrayForEach(item, w)
-    {
-        if (!cJSON_IsString(item))
+    ms__jscan_init(&s, body, len, d->warnings.start);
+    if (!ms__jscan_value(&s, &v))
+        return;
+    while (ms__jscan_element(&s)) {
+        if (!ms__jscan_value(&s, &item) || !ms__jscan_skip(&s, &item))
+            return;
+        if (item.type != MS__JSON_STRING)
             continue;
-        if (r->nwarnings++ == 0)
-            ms_errf(r->warning, sizeof r->warning, MS_OK, "%s", item->valuestring);
+        if (r->nwarnings++ == 0) {
+            text_of(body, &item, first, sizeof first);
+            ms_errf(r->warning, sizeof r->warning, MS_OK, "%s", first);
+        }
     }
 }
 
-/* Vector or matrix: fill r->series and r->store_. */
-static ms_prom_reason_t decode_series(const cJSON *result, bool matrix, ms_prom_result_t *r)
+static ms_prom_reason_t decode_success(const char *body, size_t len, const doc_t *d,
+                                       ms_prom_result_t *r)
 {
-    size_t n = (size_t)cJSON_GetArraySize(result), npoints = 0, i = 0, used = 0;
-    const cJSON *item;
-
-    cJSON_ArrayForEach(item, result)
-    {
-        const cJSON *values = cJSON_GetObjectItemCaseSensitive(item, matrix ? "values" : "value");
-        if (!cJSON_IsObject(item) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(item, "metric")))
-            return fail(r, MS_PROM_MALFORMED, "series %zu has no \"metric\" object", i);
-        if (matrix) {
-            if (!cJSON_IsArray(values))
-                return fail(r, MS_PROM_MALFORMED, "series %zu has no \"values\" array", i);
-            npoints += (size_t)cJSON_GetArraySize(values);
-        } else {
-            /* Native histograms ("histogram") carry no plain value. */
-            if (values == NULL && cJSON_GetObjectItemCaseSensitive(item, "histogram") != NULL)
-                return fail(r, MS_PROM_WRONG_TYPE, "series %zu is a native histogram", i);
-            npoints++;
-        }
-        i++;
-    }
-    if (n == 0)
-        return MS_PROM_OK;
-    r->series = calloc(n, sizeof *r->series);
-    r->store_ = npoints ? calloc(npoints, sizeof *r->store_) : NULL;
-    if (r->series == NULL || (npoints && r->store_ == NULL))
-        return fail(r, MS_PROM_TOO_LARGE, "out of memory holding %zu series", n);
-    i = 0;
-    cJSON_ArrayForEach(item, result)
-    {
-        ms_prom_series_t *s = &r->series[i];
-        const cJSON *pt;
-
-        s->metric = cJSON_GetObjectItemCaseSensitive(item, "metric");
-        s->points = r->store_ + used;
-        if (matrix) {
-            cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(item, "values"))
-            {
-                if (!parse_point(pt, &r->store_[used]))
-                    return fail(r, MS_PROM_MALFORMED, "series %zu has a bad [time, \"value\"] pair", i);
-                used++;
-                s->npoints++;
-            }
-        } else {
-            if (!parse_point(cJSON_GetObjectItemCaseSensitive(item, "value"), &r->store_[used]))
-                return fail(r, MS_PROM_MALFORMED, "series %zu has a bad [time, \"value\"] pair", i);
-            used++;
-            s->npoints = 1;
-        }
-        i++;
-    }
-    r->nseries = n;
-    return MS_PROM_OK;
-}
-
-static ms_prom_reason_t decode_success(const cJSON *root, ms_prom_result_t *r)
-{
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(data, "resultType");
-    const cJSON *result = cJSON_GetObjectItemCaseSensitive(data, "result");
-    const char *t;
+    const ms__jval_t *type = &d->result_type;
     ms_prom_reason_t reason;
+    bool matrix;
+    char t[48];
 
-    if (!cJSON_IsObject(data) || !cJSON_IsString(type))
-        return fail(r, MS_PROM_MALFORMED, "no \"data.resultType\" in a success response");
-    t = type->valuestring;
-    if (strcmp(t, "vector") == 0 || strcmp(t, "matrix") == 0) {
-        bool matrix = t[0] == 'm';
-        if (!cJSON_IsArray(result))
-            return fail(r, MS_PROM_MALFORMED, "\"data.result\" of a %s is not an array", t);
+    if (d->data.type != MS__JSON_OBJECT || type->type != MS__JSON_STRING)
+        return ms__prom_fail(r, MS_PROM_MALFORMED,
+                             "no \"data.resultType\" in a success response");
+    text_of(body, type, t, sizeof t);
+    matrix = ms__jscan_equals(body, type, "matrix");
+    if (matrix || ms__jscan_equals(body, type, "vector")) {
+        if (d->result.type != MS__JSON_ARRAY)
+            return ms__prom_fail(r, MS_PROM_MALFORMED, "\"data.result\" of a %s is not an array",
+                                 t);
         r->type = matrix ? MS_PROM_TYPE_MATRIX : MS_PROM_TYPE_VECTOR;
-        if ((reason = decode_series(result, matrix, r)) != MS_PROM_OK)
+        reason = ms__prom_decode_series(body, len, d->result.start, matrix, r);
+        if (reason != MS_PROM_OK)
             return reason;
-    } else if (strcmp(t, "scalar") == 0) {
+    } else if (ms__jscan_equals(body, type, "scalar")) {
         r->type = MS_PROM_TYPE_SCALAR;
-        if (!parse_point(result, &r->scalar))
-            return fail(r, MS_PROM_MALFORMED, "a scalar result is not [time, \"value\"]");
-    } else if (strcmp(t, "string") == 0) {
+        if (!decode_scalar(body, len, &d->result, &r->scalar))
+            return ms__prom_fail(r, MS_PROM_MALFORMED,
+                                 "a scalar result is not [time, \"value\"]");
+    } else if (ms__jscan_equals(body, type, "string")) {
         r->type = MS_PROM_TYPE_STRING;
-        if (!cJSON_IsArray(result) || cJSON_GetArraySize(result) != 2 ||
-            !cJSON_IsNumber(result->child) || !cJSON_IsString(result->child->next))
-            return fail(r, MS_PROM_MALFORMED, "a string result is not [time, \"text\"]");
-        r->scalar.t = result->child->valuedouble;
-        r->scalar.v = NAN;
-        r->string_value = result->child->next->valuestring;
+        if ((reason = decode_string(body, len, &d->result, r)) != MS_PROM_OK)
+            return reason;
     } else {
-        return fail(r, MS_PROM_MALFORMED, "unknown resultType \"%.40s\"", t);
+        return ms__prom_fail(r, MS_PROM_MALFORMED, "unknown resultType \"%.40s\"", t);
     }
-    take_warnings(root, r);
+    take_warnings(body, len, d, r);
     r->reason = MS_PROM_OK;
     r->message[0] = '\0';
     return MS_PROM_OK;
+}
+
+/* ---- the first pass ---- */
+
+/* Read the value of the member just named, whole, and note it in *slot
+ * (may be NULL) unless a member of that name came before. */
+static bool note_value(ms__jscan_t *s, ms__jval_t *slot)
+{
+    ms__jval_t v;
+
+    if (!ms__jscan_value(s, &v) || !ms__jscan_skip(s, &v))
+        return false;
+    if (slot != NULL && slot->type == MS__JSON_NONE)
+        *slot = v;
+    return true;
+}
+
+/* "data": its resultType and result noted, the rest passed over. */
+static bool scan_data(ms__jscan_t *s, doc_t *d)
+{
+    ms__jval_t v, key;
+
+    if (d->data.type != MS__JSON_NONE)
+        return note_value(s, NULL);
+    if (!ms__jscan_value(s, &v))
+        return false;
+    if (v.type != MS__JSON_OBJECT) {
+        if (!ms__jscan_skip(s, &v))
+            return false;
+        d->data = v;
+        return true;
+    }
+    while (ms__jscan_member(s, &key)) {
+        ms__jval_t *slot = NULL;
+
+        if (ms__jscan_equals(s->p, &key, "resultType"))
+            slot = &d->result_type;
+        else if (ms__jscan_equals(s->p, &key, "result"))
+            slot = &d->result;
+        if (!note_value(s, slot))
+            return false;
+    }
+    v.end = s->pos;
+    d->data = v;
+    return s->err == MS__JSCAN_OK;
+}
+
+/* Where a top-level member other than "data" is noted; NULL: nowhere. */
+static ms__jval_t *top_slot(doc_t *d, const char *p, const ms__jval_t *key)
+{
+    if (ms__jscan_equals(p, key, "status"))
+        return &d->status;
+    if (ms__jscan_equals(p, key, "errorType"))
+        return &d->error_type;
+    if (ms__jscan_equals(p, key, "error"))
+        return &d->error;
+    if (ms__jscan_equals(p, key, "warnings"))
+        return &d->warnings;
+    return NULL;
+}
+
+/* The whole top-level object (s is at its '{'), checked, with the members
+ * that matter noted in *d. False with the fault in s. */
+static bool scan_document(ms__jscan_t *s, doc_t *d)
+{
+    ms__jval_t root, key;
+
+    memset(d, 0, sizeof *d);
+    if (!ms__jscan_value(s, &root))
+        return false;
+    while (ms__jscan_member(s, &key)) {
+        bool ok = ms__jscan_equals(s->p, &key, "data") ? scan_data(s, d)
+                                                       : note_value(s, top_slot(d, s->p, &key));
+        if (!ok)
+            return false;
+    }
+    return s->err == MS__JSCAN_OK;
 }
 
 /* The first bytes of a non-JSON body, made printable, for messages. */
@@ -290,47 +373,39 @@ static void snippet(const char *body, size_t len, char *out, size_t cap)
         out[--n] = '\0';
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-/* True when a body that failed to parse looks cut short: it opens an object
- * and ends inside a string or with brackets still open. (cJSON reports where
- * the failing token began, not where the input ran out.) */
-static bool looks_truncated(const char *body, size_t len)
+/* A body that is no JSON object: the error status when there is one, else
+ * empty, cut short (TRUNCATED: the retry may get it whole) or garbage. what
+ * names the fault, NULL when the body does not start an object at all. */
+static ms_prom_reason_t not_an_object(ms_prom_result_t *r, long status, size_t len,
+                                      const char *text, bool cut, const char *what, size_t at)
 {
-    size_t depth = 0;
-    bool in_string = false, escaped = false;
+    if (status < 200 || status > 299)
+        return ms__prom_fail(r, MS_PROM_HTTP_STATUS, "HTTP %ld: %s", status,
+                             text[0] ? text : "(empty body)");
+    if (len == 0)
+        return ms__prom_fail(r, MS_PROM_MALFORMED, "HTTP %ld with an empty body", status);
+    if (cut)
+        return ms__prom_fail(r, MS_PROM_TRUNCATED, "the JSON ends early after %zu bytes", len);
+    if (what == NULL)
+        return ms__prom_fail(r, MS_PROM_MALFORMED, "not a JSON object (at byte %zu): %s", at,
+                             text);
+    return ms__prom_fail(r, MS_PROM_MALFORMED, "not a JSON object (%s at byte %zu): %s", what, at,
+                         text);
+}
 
-    if (len == 0 || body[0] != '{')
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = body[i];
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            depth++;
-        } else if (c == '}' || c == ']') {
-            if (depth == 0)
-                return false;
-            depth--;
-        }
-    }
-    return in_string || depth > 0;
+/* A UTF-8 byte order mark may precede the document (RFC 8259 lets a
+ * parser ignore it, and cJSON did). */
+static size_t bom_length(const char *body, size_t len)
+{
+    return len >= 3 && memcmp(body, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 }
 
 ms_prom_reason_t ms_prom_decode(const char *body, size_t len, long http_status,
                                 ms_prom_result_t *out)
 {
-    const char *end = NULL;
-    const cJSON *status;
-    cJSON *root;
-    char text[64];
+    ms__jscan_t s;
+    doc_t d;
+    char text[64], c;
 
     ms_prom_result_cleanup(out);
     out->http_status = http_status;
@@ -338,46 +413,35 @@ ms_prom_reason_t ms_prom_decode(const char *body, size_t len, long http_status,
         len = 0;
     snippet(body ? body : "", len, text, sizeof text);
     if (http_status == 401 || http_status == 403)
-        return fail(out, MS_PROM_UNAUTHORIZED, "HTTP %ld: %s", http_status, text);
+        return ms__prom_fail(out, MS_PROM_UNAUTHORIZED, "HTTP %ld: %s", http_status, text);
 
-    root = len ? cJSON_ParseWithLengthOpts(body, len, &end, false) : NULL;
-    if (root != NULL && !cJSON_IsObject(root)) { /* "404 page not found" parses as 404 */
-        cJSON_Delete(root);
-        root = NULL;
-        end = body;
-    }
-    if (root == NULL) {
-        size_t at = end != NULL && end >= body ? (size_t)(end - body) : 0;
+    ms__jscan_init(&s, body, len, bom_length(body, len));
+    /* "404 page not found", an HTML page, an array: not an answer. */
+    if (!ms__jscan_peek(&s, &c) || c != '{')
+        return not_an_object(out, http_status, len, text, false, NULL, s.pos);
+    if (!scan_document(&s, &d))
+        return not_an_object(out, http_status, len, text, s.err == MS__JSCAN_TRUNCATED,
+                             s.err_what, s.err_at);
+    if (ms__jscan_peek(&s, &c))
+        return ms__prom_fail(out, MS_PROM_MALFORMED, "bytes after the JSON document at %zu",
+                             s.pos);
 
+    if (d.status.type != MS__JSON_STRING) {
         if (http_status < 200 || http_status > 299)
-            return fail(out, MS_PROM_HTTP_STATUS, "HTTP %ld: %s", http_status,
-                        text[0] ? text : "(empty body)");
-        if (len == 0)
-            return fail(out, MS_PROM_MALFORMED, "HTTP %ld with an empty body", http_status);
-        if (looks_truncated(body, len))
-            return fail(out, MS_PROM_TRUNCATED, "the JSON ends early after %zu bytes", len);
-        return fail(out, MS_PROM_MALFORMED, "not a JSON object (at byte %zu): %s", at, text);
+            return ms__prom_fail(out, MS_PROM_HTTP_STATUS, "HTTP %ld: %s", http_status, text);
+        return ms__prom_fail(out, MS_PROM_MALFORMED, "JSON without a \"status\": %s", text);
     }
-    out->tree_ = root;
-    while (end != NULL && (size_t)(end - body) < len && is_space(*end))
-        end++;
-    if (end != NULL && (size_t)(end - body) < len)
-        return fail(out, MS_PROM_MALFORMED, "bytes after the JSON document at %zu",
-                    (size_t)(end - body));
-
-    status = cJSON_GetObjectItemCaseSensitive(root, "status");
-    if (!cJSON_IsString(status)) {
-        if (http_status < 200 || http_status > 299)
-            return fail(out, MS_PROM_HTTP_STATUS, "HTTP %ld: %s", http_status, text);
-        return fail(out, MS_PROM_MALFORMED, "JSON without a \"status\": %s", text);
+    if (ms__jscan_equals(body, &d.status, "error"))
+        return decode_error_body(body, &d, http_status, out);
+    if (!ms__jscan_equals(body, &d.status, "success")) {
+        char status[48];
+        text_of(body, &d.status, status, sizeof status);
+        return ms__prom_fail(out, MS_PROM_MALFORMED, "unknown status \"%.40s\"", status);
     }
-    if (strcmp(status->valuestring, "error") == 0)
-        return decode_error_body(root, http_status, out);
-    if (strcmp(status->valuestring, "success") != 0)
-        return fail(out, MS_PROM_MALFORMED, "unknown status \"%.40s\"", status->valuestring);
     if (http_status < 200 || http_status > 299)
-        return fail(out, MS_PROM_HTTP_STATUS, "HTTP %ld with a success body", http_status);
-    return decode_success(root, out);
+        return ms__prom_fail(out, MS_PROM_HTTP_STATUS, "HTTP %ld with a success body",
+                             http_status);
+    return decode_success(body, len, &d, out);
 }
 
 ms_prom_reason_t ms_prom_decode_response(const ms_http_response_t *resp, ms_prom_result_t *out)
@@ -396,13 +460,7 @@ ms_prom_reason_t ms_prom_decode_response(const ms_http_response_t *resp, ms_prom
     default: reason = MS_PROM_TRANSPORT; break;
     }
     out->http_status = resp->status;
-    return fail(out, reason, "%s", resp->error[0] ? resp->error : ms_strerror(resp->err));
-}
-
-const char *ms_prom_series_label(const ms_prom_series_t *s, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive((const cJSON *)s->metric, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    return ms__prom_fail(out, reason, "%s", resp->error[0] ? resp->error : ms_strerror(resp->err));
 }
 
 __attribute__((format(printf, 4, 5))) static ms_prom_reason_t

@@ -11,7 +11,8 @@
 
 #include "meshscaler/log.h"
 #include "meshscaler/prom_sources.h"
-#include "strmap.h"
+#include "meshscaler/strmap.h"
+#include "meshscaler/xalloc.h"
 #include "tick_internal.h"
 
 /* Per-object slots: every value one object may ask Prometheus for. */
@@ -52,54 +53,41 @@ struct ms_prom_tick {
     answer_t *answers;
     size_t nqueries, capqueries;
     int builtin[MS_PROM_KIND__COUNT]; /* query index, or -1 */
-    ms__strmap_t dedup;               /* user query text -> query index */
-    int32_t *plan;                    /* nobjects * NSLOTS */
+    size_t kind_objects[MS_PROM_KIND__COUNT]; /* objects that use each preset kind */
+    ms_strmap_t dedup;               /* user query text -> query index */
+    int32_t *plan;                    /* nplanned * NSLOTS */
+    size_t nplanned;
     char **details;                   /* owned detail lines */
     size_t ndetails, capdetails;
-    ms__strmap_t groups; /* kind/namespace/workload/container -> fields index */
+    ms_strmap_t groups; /* kind/namespace/workload/container -> fields index */
     fields_t *fields;
     size_t nfields, capfields;
-    ms__strmap_t containers;
+    ms_strmap_t containers;
     const char **container_list; /* borrowed from the specs during the run */
     size_t ncontainers, capcontainers;
-    ms__strmap_t namespaces;
+    ms_strmap_t namespaces;
     const char **namespace_list; /* borrowed from the objects during the run */
     size_t nnamespaces, capnamespaces;
     ms_prom_tick_stats_t stats;
 };
 
-static void oom(void)
+/* The query maps hold indexes; the map stores pointers, never NULL. */
+static bool index_get(const ms_strmap_t *m, const char *key, size_t len, size_t *idx)
 {
-    MS_LOG_ERROR("out of memory", MS_S("where", "prom tick"));
-    abort();
+    void *v = ms_strmap_getn(m, key, len);
+
+    if (v == NULL)
+        return false;
+    *idx = (size_t)(uintptr_t)v - 1;
+    return true;
 }
 
-static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
+static void index_put(ms_strmap_t *m, const char *key, size_t idx)
 {
-    size_t ncap;
-    void *q;
-
-    if (need <= *cap)
-        return p;
-    ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    q = realloc(p, ncap * size);
-    if (q == NULL)
-        oom();
-    *cap = ncap;
-    return q;
+    ms_strmap_put(m, key, (void *)(uintptr_t)(idx + 1));
 }
 
-static char *dup_opt(const char *s)
-{
-    char *d;
-    if (s == NULL)
-        return NULL;
-    if ((d = strdup(s)) == NULL)
-        oom();
-    return d;
-}
+static char *dup_opt(const char *s) { return s != NULL ? ms_xstrdup(s) : NULL; }
 
 ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *o, char *errbuf, size_t errlen)
 {
@@ -112,17 +100,16 @@ ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *o, char *errbuf
     if (ms_prom_preset_query(MS_PROM_KIND_CPU, o, &scope, &probe, errbuf, errlen) != MS_OK)
         return NULL;
     free(probe);
-    if ((t = calloc(1, sizeof *t)) == NULL)
-        oom();
+    t = ms_xcalloc(1, sizeof *t);
     t->workload_label = dup_opt(o->workload_label);
     t->rate_window = dup_opt(o->rate_window);
     t->opts = *o;
     t->opts.workload_label = t->workload_label;
     t->opts.rate_window = t->rate_window;
-    ms__strmap_init(&t->dedup);
-    ms__strmap_init(&t->groups);
-    ms__strmap_init(&t->containers);
-    ms__strmap_init(&t->namespaces);
+    ms_strmap_init(&t->dedup);
+    ms_strmap_init(&t->groups);
+    ms_strmap_init(&t->containers);
+    ms_strmap_init(&t->namespaces);
     return t;
 }
 
@@ -137,15 +124,17 @@ static void reset(ms_prom_tick_t *t)
     for (size_t i = 0; i < t->ndetails; i++)
         free(t->details[i]);
     t->ndetails = 0;
-    ms__strmap_cleanup(&t->dedup);
-    ms__strmap_cleanup(&t->groups);
-    ms__strmap_cleanup(&t->containers);
-    ms__strmap_cleanup(&t->namespaces);
+    ms_strmap_cleanup(&t->dedup);
+    ms_strmap_cleanup(&t->groups);
+    ms_strmap_cleanup(&t->containers);
+    ms_strmap_cleanup(&t->namespaces);
     t->nfields = 0;
+    memset(t->kind_objects, 0, sizeof t->kind_objects);
     t->ncontainers = 0;
     t->nnamespaces = 0;
     free(t->plan);
     t->plan = NULL;
+    t->nplanned = 0;
     for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
         t->builtin[k] = -1;
 }
@@ -170,7 +159,7 @@ void ms_prom_tick_free(ms_prom_tick_t *t)
 /* Keep a detail line; returns its index. */
 static size_t keep_detail(ms_prom_tick_t *t, const char *line)
 {
-    t->details = grow_array(t->details, &t->capdetails, t->ndetails + 1, sizeof *t->details);
+    t->details = ms_xgrow(t->details, &t->capdetails, t->ndetails + 1, sizeof *t->details);
     t->details[t->ndetails] = dup_opt(line);
     return t->ndetails++;
 }
@@ -182,19 +171,12 @@ static size_t add_query(ms_prom_tick_t *t, char *text, double now)
     size_t i = t->nqueries;
 
     if (i == t->capqueries) {
-        size_t cap = t->capqueries ? t->capqueries * 2 : 16;
-        ms_prom_query_t *q = realloc(t->queries, cap * sizeof *q);
-        if (q == NULL)
-            oom();
-        t->queries = q;
-        char **x = realloc(t->texts, cap * sizeof *x);
-        if (x == NULL)
-            oom();
-        t->texts = x;
-        answer_t *a = realloc(t->answers, cap * sizeof *a);
-        if (a == NULL)
-            oom();
-        t->answers = a;
+        size_t cap = t->capqueries;
+        t->queries = ms_xgrow(t->queries, &cap, i + 1, sizeof *t->queries);
+        cap = t->capqueries;
+        t->texts = ms_xgrow(t->texts, &cap, i + 1, sizeof *t->texts);
+        cap = t->capqueries;
+        t->answers = ms_xgrow(t->answers, &cap, i + 1, sizeof *t->answers);
         t->capqueries = cap;
     }
     memset(&t->queries[i], 0, sizeof t->queries[i]);
@@ -219,32 +201,32 @@ static int32_t plan_user(ms_prom_tick_t *t, const ms_prom_object_t *o, const cha
     t->stats.user_refs++;
     if (ms_prom_template_expand(tmpl, &v, &text, err, sizeof err) != MS_OK)
         return (int32_t)(PLAN_TEMPLATE_BASE - (int64_t)keep_detail(t, err));
-    if (ms__strmap_get(&t->dedup, text, strlen(text), &idx)) {
+    if (index_get(&t->dedup, text, strlen(text), &idx)) {
         free(text);
         return (int32_t)idx;
     }
     idx = add_query(t, text, now);
-    ms__strmap_put(&t->dedup, text, strlen(text), idx);
+    index_put(&t->dedup, text, idx);
     t->stats.user_queries++;
     return (int32_t)idx;
 }
 
 /* Remember a borrowed name once in (map, list). */
-static void remember(ms__strmap_t *map, const char ***list, size_t *n, size_t *cap, const char *name)
+static void remember(ms_strmap_t *map, const char ***list, size_t *n, size_t *cap, const char *name)
 {
-    size_t len = strlen(name), idx;
+    size_t idx;
 
-    if (ms__strmap_get(map, name, len, &idx))
+    if (index_get(map, name, strlen(name), &idx))
         return;
-    ms__strmap_put(map, name, len, *n);
-    *list = grow_array(*list, cap, *n + 1, sizeof **list);
+    index_put(map, name, *n);
+    *list = ms_xgrow(*list, cap, *n + 1, sizeof **list);
     (*list)[(*n)++] = name;
 }
 
-static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *plan, bool *kinds,
-                        double now)
+static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *plan, double now)
 {
     const ms_spec_t *s = o->spec;
+    bool kinds[MS_PROM_KIND__COUNT] = {false};
 
     if (o->namespace_name != NULL)
         remember(&t->namespaces, &t->namespace_list, &t->nnamespaces, &t->capnamespaces,
@@ -285,6 +267,8 @@ static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *p
     }
     if (s->retry_storm.enabled)
         plan[SLOT_RETRY] = plan_user(t, o, s->retry_storm.retry_share_query, now);
+    for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
+        t->kind_objects[k] += kinds[k];
 }
 
 /* "kind\x1fnamespace\x1fworkload\x1fcontainer" into buf; false if too long. */
@@ -318,11 +302,11 @@ static void take_builtin(ms_prom_tick_t *t, ms_prom_kind_t kind, const ms_prom_r
             !group_key(key, sizeof key, kind, ms_prom_series_label(s, "namespace"),
                        ms_prom_series_label(s, wl_label), container, &len))
             continue;
-        if (!ms__strmap_get(&t->groups, key, len, &idx)) {
+        if (!index_get(&t->groups, key, len, &idx)) {
             idx = t->nfields;
-            t->fields = grow_array(t->fields, &t->capfields, idx + 1, sizeof *t->fields);
+            t->fields = ms_xgrow(t->fields, &t->capfields, idx + 1, sizeof *t->fields);
             memset(&t->fields[idx], 0, sizeof t->fields[idx]);
-            ms__strmap_put(&t->groups, key, len, idx);
+            index_put(&t->groups, key, idx);
             t->nfields++;
         }
         f = &t->fields[idx];
@@ -366,7 +350,7 @@ static void set(ms_sample_t *s, ms_prom_why_t *w, ms_prom_reason_t reason, doubl
 }
 
 /* The value of a preset metric for one object, and the pods it covers. */
-static void fill_preset(ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_metric_spec_t *m,
+static void fill_preset(const ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_metric_spec_t *m,
                         ms_sample_t *s, ms_pods_t *pods, ms_prom_why_t *w)
 {
     ms_prom_kind_t kind = m->source == MS_SOURCE_SIDECAR_CPU ? MS_PROM_KIND_CPU
@@ -393,7 +377,7 @@ static void fill_preset(ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_m
     }
     if (!group_key(key, sizeof key, kind, o->namespace_name, o->workload ? o->workload : o->name,
                    kind == MS_PROM_KIND_CPU ? m->container : "", &len) ||
-        !ms__strmap_get(&t->groups, key, len, &idx) ||
+        !index_get(&t->groups, key, len, &idx) ||
         !((f = &t->fields[idx])->have & F_PODS) || f->pods <= 0 || !(f->have & F_USAGE_ALL)) {
         set(s, w, MS_PROM_NO_DATA, 0, no_data_detail[kind]);
         return;
@@ -447,7 +431,7 @@ static void fill_user(const ms_prom_tick_t *t, int32_t plan, ms_sample_t *s, ms_
     }
 }
 
-static void fill_object(ms_prom_tick_t *t, const ms_prom_object_t *o, const int32_t *plan,
+static void fill_object(const ms_prom_tick_t *t, const ms_prom_object_t *o, const int32_t *plan,
                         ms_prom_object_obs_t *out)
 {
     const ms_spec_t *s = o->spec;
@@ -463,6 +447,8 @@ static void fill_object(ms_prom_tick_t *t, const ms_prom_object_t *o, const int3
             out->downstream_usage[i] = out->downstream_limit[i] = out->metrics[i];
         out->retry_share = out->metrics[i];
     }
+    if (plan == NULL) /* not an object of the last run: nothing was asked for it */
+        return;
     for (size_t i = 0; i < s->nmetrics && i < MS_MAX_METRICS; i++) {
         const ms_metric_spec_t *m = &s->metrics[i];
         if (m->source == MS_SOURCE_PROMETHEUS)
@@ -516,34 +502,39 @@ ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *t, ms_prom_client_t *client,
     return ms__prom_tick_run_with(t, run_client, &r, objs, n, now, out);
 }
 
-ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void *ctx,
-                                const ms_prom_object_t *objs, size_t n, double now,
-                                ms_prom_object_obs_t *out)
+/* What is left of an answer once digested: its reason, type and message.
+ * The series go (the groups and answers hold what objects read), so a tick
+ * holds a few bytes per object between its run and its last reader, not the
+ * answers. */
+static void digested(ms_prom_result_t *r)
 {
-    bool kinds[MS_PROM_KIND__COUNT] = {false};
-    double started = mono_seconds();
-    ms_err_t err;
+    ms_prom_reason_t reason = r->reason;
+    ms_prom_type_t type = r->type;
+    long status = r->http_status;
+    char message[sizeof r->message];
 
-    reset(t);
-    memset(&t->stats, 0, sizeof t->stats);
-    t->stats.objects = n;
-    if (n > SIZE_MAX / NSLOTS / sizeof *t->plan)
-        return MS_ERR_RANGE;
-    t->plan = malloc((n ? n : 1) * NSLOTS * sizeof *t->plan);
-    if (t->plan == NULL)
-        oom();
+    memcpy(message, r->message, sizeof message);
+    ms_prom_result_cleanup(r);
+    r->reason = reason;
+    r->type = type;
+    r->http_status = status;
+    memcpy(r->message, message, sizeof message);
+}
 
-    /* Plan every object (user queries deduplicated as they come), then one
-     * query per preset kind in use. */
-    for (size_t i = 0; i < n; i++)
-        plan_object(t, &objs[i], t->plan + i * NSLOTS, kinds, now);
+/* The answer of the preset query of a kind grows with the workloads it
+ * covers: five series of a few hundred bytes each. */
+#define PRESET_BYTES_PER_OBJECT 4096u
+
+static void plan_presets(ms_prom_tick_t *t, double now)
+{
     for (int k = 0; k < MS_PROM_KIND__COUNT; k++) {
         ms_prom_preset_scope_t scope = {t->container_list, t->ncontainers, t->namespace_list,
                                         t->nnamespaces};
         char *text = NULL;
         char why[MS_ERRBUF_SIZE];
+        size_t q;
 
-        if (!kinds[k])
+        if (t->kind_objects[k] == 0)
             continue;
         if (ms_prom_preset_query((ms_prom_kind_t)k, &t->opts, &scope, &text, why, sizeof why) !=
             MS_OK) {
@@ -551,14 +542,19 @@ ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void 
                          MS_S("detail", why));
             continue;
         }
-        t->builtin[k] = (int)add_query(t, text, now);
+        q = add_query(t, text, now);
+        t->queries[q].max_bytes = t->kind_objects[k] < SIZE_MAX / PRESET_BYTES_PER_OBJECT
+                                      ? t->kind_objects[k] * PRESET_BYTES_PER_OBJECT
+                                      : SIZE_MAX;
+        t->builtin[k] = (int)q;
         t->stats.builtin_queries++;
     }
+}
 
-    for (size_t q = 0; q < t->nqueries; q++)
-        t->queries[q].query = t->texts[q];
-    err = run(ctx, t->queries, t->nqueries);
-    t->stats.queries_sent = t->nqueries;
+/* Turn each answer into what objects read: a user query's one number, a
+ * preset's values per workload. */
+static void digest(ms_prom_tick_t *t, double now)
+{
     for (size_t q = 0; q < t->nqueries; q++) {
         answer_t *a = &t->answers[q];
         char msg[MS_ERRBUF_SIZE];
@@ -584,12 +580,47 @@ ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void 
     for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
         if (t->builtin[k] >= 0)
             take_builtin(t, (ms_prom_kind_t)k, &t->queries[t->builtin[k]].result);
+    for (size_t q = 0; q < t->nqueries; q++)
+        digested(&t->queries[q].result);
+}
+
+ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void *ctx,
+                                const ms_prom_object_t *objs, size_t n, double now,
+                                ms_prom_object_obs_t *out)
+{
+    double started = mono_seconds();
+    ms_err_t err;
+
+    reset(t);
+    memset(&t->stats, 0, sizeof t->stats);
+    t->stats.objects = n;
+    if (n > SIZE_MAX / NSLOTS / sizeof *t->plan)
+        return MS_ERR_RANGE;
+    t->plan = ms_xmalloc((n ? n : 1) * NSLOTS * sizeof *t->plan);
+    t->nplanned = n;
+
+    /* Plan every object (user queries deduplicated as they come), then one
+     * query per preset kind in use. */
     for (size_t i = 0; i < n; i++)
+        plan_object(t, &objs[i], t->plan + i * NSLOTS, now);
+    plan_presets(t, now);
+    for (size_t q = 0; q < t->nqueries; q++)
+        t->queries[q].query = t->texts[q];
+    err = run(ctx, t->queries, t->nqueries);
+    t->stats.queries_sent = t->nqueries;
+    digest(t, now);
+    for (size_t i = 0; out != NULL && i < n; i++)
         fill_object(t, &objs[i], t->plan + i * NSLOTS, &out[i]);
     t->ncontainers = 0; /* the names were borrowed from the specs and objects */
     t->nnamespaces = 0;
     t->stats.seconds = mono_seconds() - started;
     return err;
+}
+
+void ms_prom_tick_observe(const ms_prom_tick_t *t, const ms_prom_object_t *objs, size_t i,
+                          ms_prom_object_obs_t *out)
+{
+    fill_object(t, &objs[i], i < t->nplanned ? t->plan + i * NSLOTS : NULL, out);
 }
 
 void ms_prom_tick_stats(const ms_prom_tick_t *t, ms_prom_tick_stats_t *out) { *out = t->stats; }

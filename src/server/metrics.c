@@ -333,6 +333,25 @@ void ms_metrics_remove(ms_metrics_t *m, int id, const char *const *values)
 
 
 /* Label values escaped as the exposition format wants: \\, \" and \n. */
+/* A label value, escaped as the text format wants (\\, \", \n), in spans. */
+static ms_err_t put_escaped(ms_buf_t *out, const char *v)
+{
+    ms_err_t err = MS_OK;
+
+    while (*v && err == MS_OK) {
+        size_t n = strcspn(v, "\\\"\n");
+        err = ms_buf_append(out, v, n);
+        v += n;
+        if (*v && err == MS_OK) {
+            err = ms_buf_append(out, *v == '\n' ? "\\n" : *v == '"' ? "\\\"" : "\\\\", 2);
+            v++;
+        }
+    }
+    return err;
+}
+
+static ms_err_t put_str(ms_buf_t *out, const char *s) { return ms_buf_append(out, s, strlen(s)); }
+
 static ms_err_t put_labels(ms_buf_t *out, const family_t *fam, const series_t *s, const char *le)
 {
     ms_err_t err = MS_OK;
@@ -342,20 +361,24 @@ static ms_err_t put_labels(ms_buf_t *out, const family_t *fam, const series_t *s
         return MS_OK;
     err = ms_buf_append(out, "{", 1);
     for (size_t i = 0; i < fam->nlabels && err == MS_OK; i++) {
-        err = ms_buf_appendf(out, "%s%s=\"", i ? "," : "", fam->labels[i]);
-        for (const char *c = s->values[i]; *c && err == MS_OK; c++) {
-            if (*c == '\\' || *c == '"')
-                err = ms_buf_appendf(out, "\\%c", *c);
-            else if (*c == '\n')
-                err = ms_buf_append(out, "\\n", 2);
-            else
-                err = ms_buf_append(out, c, 1);
-        }
+        if (i > 0)
+            err = ms_buf_append(out, ",", 1);
+        if (err == MS_OK)
+            err = put_str(out, fam->labels[i]);
+        if (err == MS_OK)
+            err = ms_buf_append(out, "=\"", 2);
+        if (err == MS_OK)
+            err = put_escaped(out, s->values[i]);
         if (err == MS_OK)
             err = ms_buf_append(out, "\"", 1);
     }
-    if (le != NULL && err == MS_OK)
-        err = ms_buf_appendf(out, "%sle=\"%s\"", fam->nlabels ? "," : "", le);
+    if (le != NULL && err == MS_OK) {
+        err = put_str(out, fam->nlabels ? ",le=\"" : "le=\"");
+        if (err == MS_OK)
+            err = put_str(out, le);
+        if (err == MS_OK)
+            err = ms_buf_append(out, "\"", 1);
+    }
     if (err == MS_OK)
         err = ms_buf_append(out, "}", 1);
     return err;
@@ -367,6 +390,23 @@ static const char *format_value(double v, char *buf, size_t len)
         return "NaN";
     if (isinf(v))
         return v > 0 ? "+Inf" : "-Inf";
+    /* Most values are counts: whole numbers print as such, without printf. */
+    if (v == floor(v) && fabs(v) < 9007199254740992.0 && len >= 24) {
+        long long n = (long long)v;
+        unsigned long long u = n < 0 ? (unsigned long long)(-(n + 1)) + 1 : (unsigned long long)n;
+        char tmp[24];
+        size_t i = 0, j = 0;
+        do {
+            tmp[i++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u > 0);
+        if (n < 0)
+            buf[j++] = '-';
+        while (i > 0)
+            buf[j++] = tmp[--i];
+        buf[j] = '\0';
+        return buf;
+    }
     /* The shortest text that reads back as the same double: "0.005", not
      * "0.0050000000000000001". */
     for (int precision = 15; precision <= 17; precision++) {
@@ -392,11 +432,15 @@ ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
             const series_t *s = &fam->series[i];
 
             if (fam->kind != MS_METRIC_HISTOGRAM) {
-                err = ms_buf_appendf(out, "%s", fam->name);
+                err = put_str(out, fam->name);
                 if (err == MS_OK)
                     err = put_labels(out, fam, s, NULL);
                 if (err == MS_OK)
-                    err = ms_buf_appendf(out, " %s\n", format_value(s->value, num, sizeof num));
+                    err = ms_buf_append(out, " ", 1);
+                if (err == MS_OK)
+                    err = put_str(out, format_value(s->value, num, sizeof num));
+                if (err == MS_OK)
+                    err = ms_buf_append(out, "\n", 1);
                 continue;
             }
             uint64_t cumulative = 0;

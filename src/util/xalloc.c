@@ -1,5 +1,6 @@
 /* xalloc.c - allocate or log and abort. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,24 @@ void *ms_xcalloc(size_t count, size_t size)
 }
 
 void *ms_xrealloc(void *p, size_t n) { return check(realloc(p, n ? n : 1), n); }
+
+void *ms_xgrow(void *p, size_t *cap, size_t need, size_t size)
+{
+    size_t ncap = *cap ? *cap : 16;
+
+    if (need <= *cap)
+        return p;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            check(NULL, SIZE_MAX);
+        ncap *= 2;
+    }
+    if (size != 0 && ncap > SIZE_MAX / size)
+        check(NULL, SIZE_MAX);
+    p = ms_xrealloc(p, ncap * size);
+    *cap = ncap;
+    return p;
+}
 
 char *ms_xstrdup(const char *s) { return check(strdup(s), strlen(s) + 1); }
 

@@ -3,6 +3,8 @@
  * answers (tests/fixtures/prom/, see its README), and on the broken shapes a
  * misbehaving server or a cut connection produces (cut from those same
  * recordings). Every outcome is a number or a reason, never a made-up value.
+ * Then the JSON itself: members in any order, escapes, the number grammar,
+ * nesting, and a batched answer of 50,000 series with the heap it holds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,11 +13,13 @@
 
 #include <cmocka.h>
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshscaler/buf.h"
 #include "meshscaler/prom.h"
 
 #define UNTOUCHED (-12345.25)
@@ -384,6 +388,429 @@ static void test_reason_names(void **state)
         assert_true(strlen(ms_prom_reason_sentence((ms_prom_reason_t)i)) > 5);
 }
 
+/* ---- the scanner: any member order, escapes, numbers, nesting ---- */
+
+/* Decode a body that arrived with status 200 and must succeed; r is filled.
+ * The body is gone before r is read: a result borrows nothing from it. */
+static void decode_ok(const char *body, ms_prom_result_t *r)
+{
+    size_t len = strlen(body);
+    char *copy = malloc(len ? len : 1); /* exactly len bytes: ASan sees overreads */
+
+    assert_non_null(copy);
+    memcpy(copy, body, len);
+    ms_prom_result_init(r);
+    if (ms_prom_decode(copy, len, 200, r) != MS_PROM_OK)
+        fail_msg("%s: %s (%s)", body, ms_prom_reason_name(r->reason), r->message);
+    free(copy);
+}
+
+/* Decode a body that must fail with want; the message must mention
+ * mention (may be NULL). */
+static void decode_fails(const char *body, long status, ms_prom_reason_t want, const char *mention)
+{
+    ms_prom_result_t r;
+    size_t len = strlen(body);
+    char *copy = malloc(len ? len : 1); /* exactly len bytes: ASan sees overreads */
+
+    assert_non_null(copy);
+    memcpy(copy, body, len);
+    ms_prom_result_init(&r);
+    if (ms_prom_decode(copy, len, status, &r) != want)
+        fail_msg("%s: %s (%s), want %s", body, ms_prom_reason_name(r.reason), r.message,
+                 ms_prom_reason_name(want));
+    if (mention != NULL && strstr(r.message, mention) == NULL)
+        fail_msg("%s: message \"%s\" does not mention \"%s\"", body, r.message, mention);
+    assert_null(strchr(r.message, '\n'));
+    ms_prom_result_cleanup(&r);
+    free(copy);
+}
+
+/* A proxy may reorder members: resultType after result, status last. */
+static void test_member_order_shuffled(void **state)
+{
+    ms_prom_result_t r;
+    double v = UNTOUCHED;
+    (void)state;
+
+    decode_ok("{\"warnings\":[\"partial\"],\"data\":{\"result\":[{\"value\":[1796077090.5,\"3\"],"
+              "\"metric\":{\"job\":\"a\"}}],\"resultType\":\"vector\"},\"status\":\"success\"}",
+              &r);
+    assert_int_equal(r.type, MS_PROM_TYPE_VECTOR);
+    assert_int_equal(r.nseries, 1);
+    assert_string_equal(ms_prom_series_label(&r.series[0], "job"), "a");
+    assert_int_equal(ms_prom_result_number(&r, 0, 0, &v, NULL, 0), MS_PROM_OK);
+    assert_true(v == 3);
+    assert_int_equal(r.nwarnings, 1);
+    assert_string_equal(r.warning, "partial");
+    ms_prom_result_cleanup(&r);
+
+    decode_ok("{\"data\":{\"result\":[{\"values\":[[1,\"1\"],[3,\"2\"]],\"metric\":{}}],"
+              "\"resultType\":\"matrix\"},\"status\":\"success\"}",
+              &r);
+    assert_int_equal(r.type, MS_PROM_TYPE_MATRIX);
+    assert_int_equal(r.series[0].npoints, 2);
+    assert_true(r.series[0].points[1].t == 3 && r.series[0].points[1].v == 2);
+    ms_prom_result_cleanup(&r);
+
+    decode_ok("{\"data\":{\"result\":[5,\"8\"],\"resultType\":\"scalar\"},"
+              "\"status\":\"success\"}",
+              &r);
+    assert_int_equal(ms_prom_result_number(&r, 0, 0, &v, NULL, 0), MS_PROM_OK);
+    assert_true(v == 8);
+    ms_prom_result_cleanup(&r);
+
+    decode_fails("{\"error\":\"parse error\",\"errorType\":\"bad_data\",\"status\":\"error\"}", 400,
+                 MS_PROM_BAD_QUERY, "bad_data: parse error");
+    decode_fails("{\"errorType\":\"execution\",\"error\":\"expanding series: context deadline "
+                 "exceeded\",\"status\":\"error\"}",
+                 422, MS_PROM_TIMEOUT, "context deadline");
+    /* A native histogram found before the series' metric. */
+    decode_fails("{\"data\":{\"result\":[{\"histogram\":[1,{}],\"metric\":{}}],\"resultType\":"
+                 "\"vector\"},\"status\":\"success\"}",
+                 200, MS_PROM_WRONG_TYPE, "native histogram");
+}
+
+/* Whitespace wherever JSON allows it, and a byte order mark before it. */
+static void test_whitespace_and_bom(void **state)
+{
+    ms_prom_result_t r;
+    (void)state;
+
+    decode_ok(" \r\n\t{ \"status\" :\t\"success\" ,\n \"data\" : { \"resultType\" : \"vector\" ,"
+              " \"result\" : [ { \"metric\" : { \"a\" : \"b\" } , \"value\" : [ 1 , \"2\" ] } ]"
+              " } } \n\r\t ",
+              &r);
+    assert_string_equal(ms_prom_series_label(&r.series[0], "a"), "b");
+    ms_prom_result_cleanup(&r);
+    decode_ok("\xEF\xBB\xBF{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\","
+              "\"result\":[1,\"1\"]}}",
+              &r);
+    ms_prom_result_cleanup(&r);
+}
+
+static void test_escapes(void **state)
+{
+    ms_prom_result_t r;
+    double v = UNTOUCHED;
+    (void)state;
+
+    decode_ok("{\"st\\u0061tus\":\"succ\\u0065ss\",\"data\":{\"resultType\":\"v\\u0065ctor\","
+              "\"result\":[{\"metric\":{\"acute\":\"caf\\u00e9\",\"emoji\":\"\\ud83d\\ude00!\","
+              "\"plain\":\"a\\\"b\\\\c\\/d\\ne\\tf\\bg\\fh\\ri\",\"n\\u0061me\":\"x\","
+              "\"three\":\"\\u20ac\",\"nul\":\"a\\u0000b\"},"
+              "\"value\":[1,\"\\u0031.5\"]}]}}",
+              &r);
+    assert_string_equal(ms_prom_series_label(&r.series[0], "acute"), "caf\xC3\xA9");
+    assert_string_equal(ms_prom_series_label(&r.series[0], "emoji"), "\xF0\x9F\x98\x80!");
+    assert_string_equal(ms_prom_series_label(&r.series[0], "plain"), "a\"b\\c/d\ne\tf\bg\fh\ri");
+    assert_string_equal(ms_prom_series_label(&r.series[0], "name"), "x");
+    assert_string_equal(ms_prom_series_label(&r.series[0], "three"), "\xE2\x82\xAC");
+    /* A C string ends at an escaped NUL, as it did with cJSON. */
+    assert_string_equal(ms_prom_series_label(&r.series[0], "nul"), "a");
+    assert_int_equal(ms_prom_result_number(&r, 0, 0, &v, NULL, 0), MS_PROM_OK);
+    assert_true(v == 1.5);
+    ms_prom_result_cleanup(&r);
+
+    decode_ok("{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":[1,"
+              "\"caf\\u00e9 \\\"q\\\"\"]}}",
+              &r);
+    assert_string_equal(r.string_value, "caf\xC3\xA9 \"q\"");
+    ms_prom_result_cleanup(&r);
+
+    decode_ok("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]},"
+              "\"warnings\":[7,\"line\\none \\u00e9\"]}",
+              &r);
+    assert_int_equal(r.nwarnings, 1);
+    assert_string_equal(r.warning, "line one \xC3\xA9"); /* one line */
+    ms_prom_result_cleanup(&r);
+}
+
+#define SERIES_WITH_LABEL(value) \
+    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":" \
+    "{\"a\":\"" value "\"},\"value\":[1,\"1\"]}]}}"
+
+static void test_bad_strings(void **state)
+{
+    (void)state;
+    decode_fails(SERIES_WITH_LABEL("\\x41"), 200, MS_PROM_MALFORMED, "invalid escape");
+    decode_fails(SERIES_WITH_LABEL("\\u12G4"), 200, MS_PROM_MALFORMED, "invalid \\u escape");
+    decode_fails(SERIES_WITH_LABEL("\\U0041"), 200, MS_PROM_MALFORMED, "invalid escape");
+    decode_fails(SERIES_WITH_LABEL("\\ud83d"), 200, MS_PROM_MALFORMED, "lone UTF-16 surrogate");
+    decode_fails(SERIES_WITH_LABEL("\\ud83dx"), 200, MS_PROM_MALFORMED, "lone UTF-16 surrogate");
+    decode_fails(SERIES_WITH_LABEL("\\ud83d\\u0041"), 200, MS_PROM_MALFORMED, "lone UTF-16");
+    decode_fails(SERIES_WITH_LABEL("\\ud83d\\ud83d"), 200, MS_PROM_MALFORMED, "lone UTF-16");
+    decode_fails(SERIES_WITH_LABEL("\\ude00"), 200, MS_PROM_MALFORMED, "lone UTF-16 surrogate");
+    decode_fails(SERIES_WITH_LABEL("a\tb"), 200, MS_PROM_MALFORMED, "control character");
+    decode_fails(SERIES_WITH_LABEL("a\x01"), 200, MS_PROM_MALFORMED, "control character");
+    decode_fails(SERIES_WITH_LABEL("a\nb"), 200, MS_PROM_MALFORMED, "control character");
+    /* The same faults in an error body with an error status are that status. */
+    decode_fails("{\"status\":\"error\",\"error\":\"\\q\"}", 500, MS_PROM_HTTP_STATUS, "HTTP 500");
+    /* Cut inside an escape: the body is short, not wrong. */
+    decode_fails("{\"status\":\"succ\\u00", 200, MS_PROM_TRUNCATED, NULL);
+    decode_fails("{\"status\":\"succ\\ud83d\\u", 200, MS_PROM_TRUNCATED, NULL);
+    decode_fails("{\"status\":\"succ\\", 200, MS_PROM_TRUNCATED, NULL);
+}
+
+#define POINT_AT(t) \
+    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{}," \
+    "\"value\":[" t ",\"1\"]}]}}"
+
+/* Timestamps are JSON numbers: the grammar, not strtod, says what is one. */
+static void test_number_grammar(void **state)
+{
+    static const struct {
+        const char *t;
+        double want;
+    } good[] = {{"1e3", 1000}, {"-0.5", -0.5}, {"0", 0}, {"1E+2", 100}, {"25e-1", 2.5},
+                {"-0", 0},     {"0.125", 0.125}, {"1796077090.947", 1796077090.947}};
+    static const char *const bad[] = {"01", "1.", ".5", "+1", "-", "1e", "1e+", "0x10", "Infinity",
+                                      "NaN", "1.5.2", "--1", "- 1"};
+    char body[256];
+    (void)state;
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ms_prom_result_t r;
+
+        snprintf(body, sizeof body, POINT_AT("%s"), good[i].t);
+        decode_ok(body, &r);
+        if (r.series[0].points[0].t != good[i].want)
+            fail_msg("%s: time %.17g, want %.17g", good[i].t, r.series[0].points[0].t,
+                     good[i].want);
+        ms_prom_result_cleanup(&r);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, POINT_AT("%s"), bad[i]);
+        decode_fails(body, 200, MS_PROM_MALFORMED, NULL);
+    }
+    /* JSON, but no finite time: a bad pair. */
+    decode_fails(POINT_AT("1e999"), 200, MS_PROM_MALFORMED, "bad [time");
+    decode_fails(POINT_AT("\"1\""), 200, MS_PROM_MALFORMED, "bad [time");
+}
+
+/* A timestamp may take more digits than a double holds; JSON allows it. */
+static void test_long_numbers(void **state)
+{
+    ms_prom_result_t r;
+    (void)state;
+
+    decode_ok(POINT_AT("1796077090.9470000000000000000000000000000000000000000000000000000000000001"),
+              &r);
+    assert_true(r.series[0].points[0].t == 1796077090.947);
+    ms_prom_result_cleanup(&r);
+    decode_ok(POINT_AT("17960770909470000000000000000000000000000000000000000000000000000000e-58"),
+              &r);
+    assert_true(r.series[0].points[0].t == 1796077090.947);
+    ms_prom_result_cleanup(&r);
+}
+
+/* Body of depth levels of [] in an unknown member of a scalar answer. */
+static char *nested(size_t depth)
+{
+    ms_buf_t b;
+
+    ms_buf_init(&b, 1 << 20);
+    assert_int_equal(ms_buf_append(&b, "{\"deep\":", 8), MS_OK);
+    for (size_t i = 0; i < depth; i++)
+        assert_int_equal(ms_buf_append(&b, i % 2 ? "[" : "{\"k\":", i % 2 ? 1 : 5), MS_OK);
+    assert_int_equal(ms_buf_append(&b, "null", 4), MS_OK);
+    for (size_t i = depth; i-- > 0;)
+        assert_int_equal(ms_buf_append(&b, i % 2 ? "]" : "}", 1), MS_OK);
+    assert_int_equal(ms_buf_appendf(&b, ",\"status\":\"success\",\"data\":{\"resultType\":"
+                                        "\"scalar\",\"result\":[1,\"4\"]}}"),
+                     MS_OK);
+    return b.data;
+}
+
+static void test_nesting(void **state)
+{
+    ms_prom_result_t r;
+    char *body;
+    (void)state;
+
+    body = nested(62); /* 63 levels with the document: skipped */
+    decode_ok(body, &r);
+    ms_prom_result_cleanup(&r);
+    free(body);
+    body = nested(64); /* 65 levels: past the limit */
+    decode_fails(body, 200, MS_PROM_MALFORMED, "nesting deeper than 64 levels");
+    free(body);
+    body = nested(100000); /* no recursion: no stack to run out of */
+    decode_fails(body, 200, MS_PROM_MALFORMED, "nesting deeper");
+    free(body);
+}
+
+/* Members nobody asked for, of every JSON type and at every level, are
+ * passed over; so is anything after the first member of one name. */
+static void test_unknown_members(void **state)
+{
+#define ANY "\"u1\":null,\"u2\":true,\"u3\":false,\"u4\":-1.5e-3,\"u5\":\"s\\n\"," \
+            "\"u6\":{\"a\":[1,{\"b\":null},[]],\"c\":{}},\"u7\":[],\"u8\":0"
+    ms_prom_result_t r;
+    (void)state;
+
+    decode_ok("{" ANY ",\"status\":\"success\"," ANY ",\"data\":{" ANY ",\"resultType\":\"vector\","
+              ANY ",\"result\":[{" ANY
+              ",\"metric\":{\"job\":\"a\",\"num\":1,\"obj\":{},\"job\":\"b\"},"
+              ANY ",\"value\":[1,\"2\"]," ANY ",\"value\":\"later\",\"metric\":7}]," ANY "},"
+              "\"warnings\":[null,{},\"w\"],\"status\":\"error\"," ANY "}",
+              &r);
+    assert_int_equal(r.nseries, 1);
+    assert_string_equal(ms_prom_series_label(&r.series[0], "job"), "a");
+    assert_null(ms_prom_series_label(&r.series[0], "num")); /* not a string */
+    assert_null(ms_prom_series_label(&r.series[0], "obj"));
+    assert_null(ms_prom_series_label(&r.series[0], "u1"));
+    assert_int_equal(r.nwarnings, 1);
+    ms_prom_result_cleanup(&r);
+#undef ANY
+}
+
+/* Broken JSON around otherwise good members. */
+static void test_broken_syntax(void **state)
+{
+    (void)state;
+    decode_fails("{\"status\":\"success\",}", 200, MS_PROM_MALFORMED, "at byte 20");
+    decode_fails("{\"status\" \"success\"}", 200, MS_PROM_MALFORMED, "missing ':'");
+    decode_fails("{\"status\":\"success\" \"data\":{}}", 200, MS_PROM_MALFORMED, "missing ','");
+    decode_fails("{status:\"success\"}", 200, MS_PROM_MALFORMED, "member name");
+    decode_fails("{\"status\":\"success\",\"data\":[1 2]}", 200, MS_PROM_MALFORMED, "missing ','");
+    decode_fails("{\"status\":\"success\",\"data\":[1,]}", 200, MS_PROM_MALFORMED, NULL);
+    decode_fails("{\"status\":\"success\",\"data\":tru}", 200, MS_PROM_MALFORMED, NULL);
+    decode_fails("{\"status\":\"success\",\"data\":tr", 200, MS_PROM_TRUNCATED, NULL);
+    decode_fails("{\"status\":\"success\"}}", 200, MS_PROM_MALFORMED, "bytes after");
+    decode_fails("{\"status\":\"success\"}{}", 200, MS_PROM_MALFORMED, "bytes after");
+    decode_fails("   ", 200, MS_PROM_MALFORMED, "not a JSON object");
+    decode_fails("\"success\"", 200, MS_PROM_MALFORMED, "not a JSON object");
+    decode_fails("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+                 "{\"metric\":{},\"value\":[1,2]}],\"x\":[",
+                 200, MS_PROM_TRUNCATED, NULL);
+    /* A fault of shape in a later series wins over a bad pair in an earlier
+     * one, as when every series was checked before any pair was read. */
+    decode_fails("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+                 "{\"metric\":{},\"value\":[1,2]},{\"metric\":{},\"histogram\":{}}]}}",
+                 200, MS_PROM_WRONG_TYPE, "series 1");
+    decode_fails("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                 "{\"metric\":{},\"values\":[[1,\"x\"]]},{\"values\":[]}]}}",
+                 200, MS_PROM_MALFORMED, "series 1 has no \"metric\" object");
+    decode_fails("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                 "{\"metric\":{},\"values\":[[1,\"1\"],[2,\"x\"]]}]}}",
+                 200, MS_PROM_MALFORMED, "series 0 has a bad");
+    decode_fails("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                 "{\"metric\":{},\"values\":{}}]}}",
+                 200, MS_PROM_MALFORMED, "no \"values\" array");
+    decode_fails("{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":[1,2]}}",
+                 200, MS_PROM_MALFORMED, "string result");
+    decode_fails("{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\"}}", 200,
+                 MS_PROM_MALFORMED, "scalar result");
+    decode_fails("{\"status\":\"success\",\"data\":[]}", 200, MS_PROM_MALFORMED, "resultType");
+}
+
+/* Series with different label sets side by side (names of the series
+ * before are reused only when they are the same). */
+static void test_label_sets(void **state)
+{
+    ms_prom_result_t r;
+    (void)state;
+
+    decode_ok("{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+              "{\"metric\":{\"a\":\"1\",\"b\":\"2\"},\"value\":[1,\"1\"]},"
+              "{\"metric\":{\"a\":\"3\",\"c\":\"4\",\"d\":\"\"},\"value\":[1,\"2\"]},"
+              "{\"metric\":{\"ab\":\"5\",\"c\":\"6\"},\"value\":[1,\"3\"]},"
+              "{\"metric\":{},\"value\":[1,\"4\"]},"
+              "{\"metric\":{\"a\\u0062\":\"7\"},\"value\":[1,\"5\"]}]}}",
+              &r);
+    assert_int_equal(r.nseries, 5);
+    assert_string_equal(ms_prom_series_label(&r.series[0], "a"), "1");
+    assert_string_equal(ms_prom_series_label(&r.series[0], "b"), "2");
+    assert_null(ms_prom_series_label(&r.series[0], "c"));
+    assert_string_equal(ms_prom_series_label(&r.series[1], "a"), "3");
+    assert_string_equal(ms_prom_series_label(&r.series[1], "c"), "4");
+    assert_string_equal(ms_prom_series_label(&r.series[1], "d"), "");
+    assert_null(ms_prom_series_label(&r.series[1], "b"));
+    assert_string_equal(ms_prom_series_label(&r.series[2], "ab"), "5");
+    assert_null(ms_prom_series_label(&r.series[2], "a"));
+    assert_string_equal(ms_prom_series_label(&r.series[2], "c"), "6");
+    assert_null(ms_prom_series_label(&r.series[3], "a"));
+    assert_string_equal(ms_prom_series_label(&r.series[4], "ab"), "7");
+    for (size_t i = 0; i < r.nseries; i++)
+        assert_true(r.series[i].points[0].v == (double)(i + 1));
+    ms_prom_result_cleanup(&r);
+}
+
+/* ---- a whole batched answer: 10,000 objects, five fields each ---- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MS_ASAN 1
+#endif
+#endif
+
+#ifdef MS_ASAN
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
+
+/* Bytes the heap holds now. ASan keeps its own heap, which mallinfo2()
+ * does not see. */
+static size_t heap_bytes(void)
+{
+#ifdef MS_ASAN
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+#endif
+}
+
+static const char *const fields[] = {"usage", "limit", "usage_all", "pods", "age"};
+
+static void test_fifty_thousand_series(void **state)
+{
+    const size_t n = 50000;
+    ms_buf_t b;
+    ms_prom_result_t r;
+    size_t before, held;
+    (void)state;
+
+    ms_buf_init(&b, 64u << 20);
+    assert_int_equal(ms_buf_appendf(&b, "{\"status\":\"success\",\"data\":{"
+                                        "\"resultType\":\"vector\",\"result\":["),
+                     MS_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(ms_buf_appendf(&b,
+                                        "%s{\"metric\":{\"ms_field\":\"%s\","
+                                        "\"ms_workload\":\"w%zu\",\"namespace\":\"bench-%zu\"},"
+                                        "\"value\":[1796077090.947,\"%zu\"]}",
+                                        i ? "," : "", fields[i % 5], i / 5, i / 500, i),
+                         MS_OK);
+    assert_int_equal(ms_buf_appendf(&b, "]}}"), MS_OK);
+
+    ms_prom_result_init(&r);
+    before = heap_bytes();
+    assert_int_equal(ms_prom_decode(b.data, b.len, 200, &r), MS_PROM_OK);
+    held = heap_bytes() - before;
+    print_message("      %zu series, %zu bytes: the result holds %zu bytes (%.2fx)\n", n, b.len,
+                  held, (double)held / (double)b.len);
+    assert_true(held < 3 * b.len);
+
+    assert_int_equal(r.nseries, n);
+    for (size_t i = 0; i < n; i++) {
+        char w[32], ns[32];
+
+        snprintf(w, sizeof w, "w%zu", i / 5);
+        snprintf(ns, sizeof ns, "bench-%zu", i / 500);
+        assert_string_equal(ms_prom_series_label(&r.series[i], "ms_field"), fields[i % 5]);
+        assert_string_equal(ms_prom_series_label(&r.series[i], "ms_workload"), w);
+        assert_string_equal(ms_prom_series_label(&r.series[i], "namespace"), ns);
+        assert_int_equal(r.series[i].npoints, 1);
+        assert_true(r.series[i].points[0].t == 1796077090.947);
+        assert_true(r.series[i].points[0].v == (double)i);
+    }
+    ms_prom_result_cleanup(&r);
+    ms_buf_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +829,17 @@ int main(void)
         cmocka_unit_test(test_transport_failures),
         cmocka_unit_test(test_value_strings),
         cmocka_unit_test(test_reason_names),
+        cmocka_unit_test(test_member_order_shuffled),
+        cmocka_unit_test(test_whitespace_and_bom),
+        cmocka_unit_test(test_escapes),
+        cmocka_unit_test(test_bad_strings),
+        cmocka_unit_test(test_number_grammar),
+        cmocka_unit_test(test_long_numbers),
+        cmocka_unit_test(test_nesting),
+        cmocka_unit_test(test_unknown_members),
+        cmocka_unit_test(test_broken_syntax),
+        cmocka_unit_test(test_label_sets),
+        cmocka_unit_test(test_fifty_thousand_series),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -250,6 +250,7 @@ wait_for() {
   done
 }
 is_replicas() { [[ "$(replicas "$1" "$2")" == "$3" ]]; }
+is_replicas_at_least() { local r; r="$(replicas "$1" "$2")"; [[ -n "$r" && "$r" -ge "$3" ]]; }
 is_reason() { [[ "$(mas_reason "$1" "$2")" == "$3" ]]; }
 has_decision() { [[ -n "$(mas_reason "$1" "$2")" ]]; }
 cond_is() { [[ "$(mas_cond "$1" "$2" "$3")" == "$4"* ]]; }

@@ -575,8 +575,41 @@ static void test_body_cap(void **state)
     ms_prom_result_init(&q.result);
     assert_int_equal(ms_prom_run(c, &q, 1), MS_OK);
     assert_int_equal(q.result.reason, MS_PROM_TOO_LARGE);
+    printf("  %s\n", q.result.message);
+    assert_non_null(strstr(q.result.message, "64 bytes"));
+    assert_non_null(strstr(q.result.message, "--prometheus-max-response-bytes"));
     ms_prom_result_cleanup(&q.result);
     ms_prom_client_free(c);
+}
+
+/* A query's own cap replaces the client's, both ways: a batched preset
+ * answer may read more than --prometheus-max-response-bytes, and a query
+ * may be held to less. */
+static void test_query_cap(void **state)
+{
+    ms_prom_options_t small = {.url = env("MS_IT_PROM_URL"), .max_body = 64};
+    ms_prom_options_t plain = {.url = env("MS_IT_PROM_URL")};
+    ms_prom_client_t *c = client_with(&small), *d = client_with(&plain);
+    ms_prom_query_t q[2] = {{.query = "up", .max_bytes = 1u << 20},
+                            {.query = "up", .max_bytes = 48}};
+    (void)state;
+
+    ms_prom_result_init(&q[0].result);
+    ms_prom_result_init(&q[1].result);
+    assert_int_equal(ms_prom_run(c, &q[0], 1), MS_OK);
+    if (q[0].result.reason != MS_PROM_OK)
+        fail_msg("a 1 MiB query cap over a 64-byte client cap: %s (%s)",
+                 ms_prom_reason_name(q[0].result.reason), q[0].result.message);
+    assert_true(q[0].result.nseries > 0);
+    assert_int_equal(ms_prom_run(d, &q[1], 1), MS_OK);
+    assert_int_equal(q[1].result.reason, MS_PROM_TOO_LARGE);
+    printf("  %s\n", q[1].result.message);
+    assert_non_null(strstr(q[1].result.message, "48 bytes"));
+    assert_non_null(strstr(q[1].result.message, "this query's cap"));
+    ms_prom_result_cleanup(&q[0].result);
+    ms_prom_result_cleanup(&q[1].result);
+    ms_prom_client_free(c);
+    ms_prom_client_free(d);
 }
 
 /* Eight queries against an endpoint that answers after one second: with 8
@@ -857,6 +890,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_misbehaving_endpoints),
         cmocka_unit_test(test_refused_connection),
         cmocka_unit_test(test_body_cap),
+        cmocka_unit_test(test_query_cap),
         cmocka_unit_test(test_bounded_concurrency),
     };
     static const struct CMUnitTest auth[] = {
