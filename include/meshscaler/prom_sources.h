@@ -82,6 +82,11 @@ typedef struct {
     const char *workload_label;
     const char *rate_window; /* for rate(): NULL: "2m" */
     double max_age;          /* seconds; a workload whose newest sample is older is STALE; 0: off */
+    /* Workloads a preset answer may cover: its scope is namespaces, not
+     * names, so a tick of a few objects still reads every workload of their
+     * namespaces. Its answer cap (4 KiB per workload) counts the larger of
+     * this and the tick's own objects of the kind; 0: the tick's. */
+    size_t answer_workloads;
 } ms_prom_preset_options_t;
 
 /* What one preset query covers. Strings are borrowed for the call. */
@@ -154,7 +159,8 @@ void ms_prom_tick_free(ms_prom_tick_t *tick);
  * could not run at all (MS_ERR_NOMEM, MS_ERR_IO); per-value failures are in
  * out. The answers are digested and freed before it returns: the tick keeps
  * a few bytes per object until the next run or ms_prom_tick_free. A preset
- * query may read 4 KiB of answer per object it covers, or the client's
+ * query may read 4 KiB of answer per workload it may cover (the options'
+ * answer_workloads, at least its objects of the kind), or the client's
  * max_body when that is larger. */
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *tick, ms_prom_client_t *client,
                           const ms_prom_object_t *objs, size_t n, double now,

@@ -415,17 +415,25 @@ static bool should_stop(ms_controller_t *c, const atomic_bool *stop)
     return atomic_load(&c->stopping) || (stop != NULL && atomic_load(stop));
 }
 
+bool ms__liveness_ok(double due_since, double progress, double now, double sync_period)
+{
+    double limit = LIVENESS_PERIODS * sync_period;
+    double last = progress > due_since ? progress : due_since;
+
+    if (due_since == 0)
+        return true;
+    if (limit < LIVENESS_FLOOR)
+        limit = LIVENESS_FLOOR;
+    return now - last < limit;
+}
+
 /* /healthz: false when keys have waited and nothing moved for too long. */
 static void check_liveness(ms_controller_t *c, double now)
 {
     double since = (double)atomic_load(&c->due_since) / 1000.0;
     double progress = (double)atomic_load(&c->progress) / 1000.0;
-    double limit = LIVENESS_PERIODS * c->cfg.sync_period;
-    bool alive;
+    bool alive = ms__liveness_ok(since, progress, now, c->cfg.sync_period);
 
-    if (limit < LIVENESS_FLOOR)
-        limit = LIVENESS_FLOOR;
-    alive = since == 0 || now - (progress > since ? progress : since) < limit;
     if (atomic_load(&c->alive) && !alive)
         MS_LOG_ERROR("no progress while objects are due: /healthz fails",
                      MS_D("seconds", now - (progress > since ? progress : since)));

@@ -190,6 +190,11 @@ typedef struct ms__object {
      * to write or show (most syncs at rest), so it builds no status. */
     uint64_t reported_fingerprint;
     char reported_rv[64];
+
+    /* set by the status writer when a patch it held was not written (not
+     * the leader, the API server failed it, the queue was full): the next
+     * sync reports in full, whatever the fingerprint says */
+    atomic_bool report_again;
 } ms__object_t;
 
 typedef struct {
@@ -211,6 +216,8 @@ void ms__objects_note(ms__objects_t *t, const char *key, const cJSON *obj, ms_us
  * (another uid) and no worker holds the object, forget the old one's
  * memory and planning cache. */
 void ms__objects_settle_locked(ms__object_t *o);
+/* The status writer: the object's last status patch was not written. */
+void ms__objects_report_again(ms__objects_t *t, const char *key);
 /* Under t->lock: remove and free (the round thread, when no worker holds it). */
 void ms__objects_free_locked(ms__objects_t *t, ms__object_t *o);
 
@@ -273,8 +280,9 @@ typedef struct ms__status_writer ms__status_writer_t;
 ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size_t capacity);
 /* Stop after writing what is queued, for at most `drain` seconds. NULL does nothing. */
 void ms__status_writer_free(ms__status_writer_t *w, double drain);
-/* Queue the merge patch `status` (the value of {"status": ...}; owned by the
- * queue from now on) of ns/name. False when it was dropped (queue full). */
+/* Queue the merge patch `status` (the value of {"status": ...}; taken and
+ * freed: the queue keeps its text) of ns/name. False when it was dropped
+ * (queue full, stopping, out of memory). */
 bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *name, cJSON *status);
 size_t ms__status_writer_pending(ms__status_writer_t *w);
 
@@ -464,6 +472,11 @@ void ms__sync_key(ms_controller_t *c, const char *key);
  * together and share a round), pushed one period on when that is closer
  * than a fifth of a period. */
 double ms__next_sync_delay(double period, double now);
+
+/* Whether /healthz passes; the rule is told with its constants (LIVENESS_*)
+ * in controller.c. Monotonic seconds: due_since, since when keys have been
+ * due (0: none); progress, the last finished round or sync; now. */
+bool ms__liveness_ok(double due_since, double progress, double now, double sync_period);
 
 /* Whether a sync needs the target's pods: a query uses {{podRegex}}, or a
  * metric target counts ready replicas (Utilization, Value). */

@@ -197,6 +197,16 @@ void ms__objects_note(ms__objects_t *t, const char *key, const cJSON *obj, ms_us
     ms__spec_ref_release(old);
 }
 
+void ms__objects_report_again(ms__objects_t *t, const char *key)
+{
+    ms__object_t *o;
+
+    pthread_mutex_lock(&t->lock);
+    if ((o = ms__objects_get_locked(t, key)) != NULL)
+        atomic_store(&o->report_again, true);
+    pthread_mutex_unlock(&t->lock);
+}
+
 void ms__objects_free_locked(ms__objects_t *t, ms__object_t *o)
 {
     ms_strmap_del(&t->map, o->key);

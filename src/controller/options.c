@@ -312,6 +312,17 @@ static bool valid_header(const char *s)
     return true;
 }
 
+/* Whether the URL's authority has a user part ("user:password@host"). */
+static bool url_has_userinfo(const char *s)
+{
+    const char *host = strstr(s, "://");
+
+    if (host == NULL)
+        return false;
+    host += 3;
+    return memchr(host, '@', strcspn(host, "/?#")) != NULL;
+}
+
 static bool valid_url(const char *s)
 {
     const char *host;
@@ -410,6 +421,13 @@ static ms_err_t set_value(ms_controller_options_t *o, const option_t *opt, const
         set_string(field(o, opt), text);
         return MS_OK;
     case K_URL:
+        /* Not echoed: a URL reaches logs, dry-run lines and status messages. */
+        if (url_has_userinfo(text))
+            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                           "%s: the URL carries credentials (user@ or user:password@), which "
+                           "would reach logs; give them with --prometheus-basic-auth-username "
+                           "and --prometheus-basic-auth-password-file, or a bearer token file",
+                           where);
         if (!valid_url(text))
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                            "%s: \"%s\" is not an http:// or https:// URL", where, text);

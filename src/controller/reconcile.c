@@ -259,13 +259,17 @@ static void decide_and_apply(ms_controller_t *c, ms__item_t *it)
 
 /* ---- one key ---- */
 
-/* A transient failure retries before the next period: 1, 2, 4 ... seconds,
- * never later than the period. */
-static double retry_delay(unsigned failures, double period)
+/* A transient failure retries before the next period: after 1, 2, 4 ...
+ * seconds, never later than the period, on a grid of that step on the
+ * monotonic clock: objects that failed together (a Prometheus outage fails
+ * a whole round) retry together, in one round, not scattered over many. */
+static double retry_time(unsigned failures, double period, double now)
 {
     double d = ldexp(1.0, failures > 10 ? 10 : (int)failures);
 
-    return d < period ? d : period;
+    if (d > period)
+        d = period;
+    return (floor(now / d) + 1) * d;
 }
 
 void ms__sync_key(ms_controller_t *c, const char *key)
@@ -304,7 +308,7 @@ void ms__sync_key(ms_controller_t *c, const char *key)
     if (it.transient) {
         double period = it.spec != NULL && it.spec->sync_period_seconds > 0 ? it.spec->sync_period_seconds
                                                                             : c->cfg.sync_period;
-        double retry = ms_clock_monotonic() + retry_delay(o->failures++, period);
+        double retry = retry_time(o->failures++, period, ms_clock_monotonic());
         if (retry < o->due)
             o->due = retry;
     } else {

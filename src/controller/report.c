@@ -304,8 +304,10 @@ static void write_status(ms_controller_t *c, ms__item_t *it)
     /* Written off the sync path, lease-checked right before it goes out. */
     patch = ms_status_merge_patch(in.previous, status);
     if (!ms__status_writer_push(c->status_writer, it->ns, it->name,
-                                cJSON_DetachItemFromObjectCaseSensitive(patch, "status")))
+                                cJSON_DetachItemFromObjectCaseSensitive(patch, "status"))) {
         ms_metrics_add(c->metrics, c->fam.writes_dropped, (const char *[]){"status"}, 1);
+        atomic_store(&it->state->report_again, true); /* the next sync tries again */
+    }
 out:
     cJSON_Delete(status);
     cJSON_Delete(patch);
@@ -367,8 +369,9 @@ void ms__report(ms_controller_t *c, ms__item_t *it)
         uint64_t fp = fingerprint(c, it);
         /* Nothing new since the last full report, and nobody changed the
          * object since (its resourceVersion): count the decision, done. */
-        if (fp == it->state->reported_fingerprint && strcmp(it->rv, it->state->reported_rv) == 0 &&
-            !it->write_failed) {
+        bool again = atomic_exchange(&it->state->report_again, false);
+        if (!again && fp == it->state->reported_fingerprint &&
+            strcmp(it->rv, it->state->reported_rv) == 0 && !it->write_failed) {
             ms_metrics_add(c->metrics, c->fam.decisions, (const char *[]){ms_reason_name(it->d.reason)}, 1);
             return;
         }

@@ -425,6 +425,7 @@ void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
 static void observe(ms_controller_t *c, ms__round_t *r)
 {
     char errbuf[MS_ERRBUF_SIZE] = "";
+    ms_prom_preset_options_t presets;
     ms_prom_tick_stats_t st;
     ms_err_t err = MS_ERR_IO;
     size_t m = 0;
@@ -444,7 +445,13 @@ static void observe(ms_controller_t *c, ms__round_t *r)
     r->nobjs = m;
     if (m == 0)
         return;
-    if ((r->tick = ms_prom_tick_new(&c->cfg.presets, errbuf, sizeof errbuf)) == NULL) {
+    /* A preset answer covers every workload of the round's namespaces: cap it
+     * by all the objects this process watches, not by this round's few. */
+    presets = c->cfg.presets;
+    pthread_mutex_lock(&c->objects.lock);
+    presets.answer_workloads = ms_strmap_size(&c->objects.map);
+    pthread_mutex_unlock(&c->objects.lock);
+    if ((r->tick = ms_prom_tick_new(&presets, errbuf, sizeof errbuf)) == NULL) {
         MS_LOG_ERROR("cannot plan the prometheus tick", MS_S("error", errbuf));
         return;
     }

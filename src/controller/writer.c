@@ -5,10 +5,12 @@
  *
  * One patch per object is pending at most: a newer one replaces it (a status
  * patch is built against the cached status, so the newer one covers the older
- * one's changes). When the queue is full the newest patch is dropped and
- * counted: the cache still shows the old status, so the object's next sync
- * builds the patch again. A burst of first syncs (10,000 new objects) thus
- * costs the decisions nothing; the writes follow at the client's rate limit.
+ * one's changes). A patch that is not written (the queue is full, this
+ * process no longer leads, the API server refuses it) marks its object to
+ * report in full at its next sync, which builds the patch again. A burst of
+ * first syncs (10,000 new objects) thus costs the decisions nothing; the
+ * writes follow at the client's rate limit, each held as its JSON text (a
+ * tenth of a cJSON tree's heap) meanwhile.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,7 @@
 
 typedef struct {
     char *ns, *name;
-    cJSON *status; /* owned */
+    char *status; /* owned: the status patch, minified JSON */
 } pending_t;
 
 struct ms__status_writer {
@@ -42,26 +44,46 @@ static void pending_free(pending_t *p)
         return;
     free(p->ns);
     free(p->name);
-    cJSON_Delete(p->status);
+    free(p->status);
     free(p);
+}
+
+/* A patch not written: the object's next sync writes its status in full
+ * (its fingerprint would otherwise say it is reported). */
+static void report_again(ms_controller_t *c, const pending_t *p)
+{
+    char key[MS__KEY_MAX];
+
+    snprintf(key, sizeof key, "%s/%s", p->ns, p->name);
+    ms__objects_report_again(&c->objects, key);
 }
 
 static void write_one(ms_controller_t *c, pending_t *p)
 {
     ms_kube_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, p->ns, p->name};
     ms_kube_error_t kerr = {0};
+    cJSON *status;
     double t0;
     ms_err_t err;
 
-    if (!ms__may_write(c, "status"))
-        return; /* the next sync (of this leader or the next) builds it again */
+    if (!ms__may_write(c, "status")) {
+        report_again(c, p); /* if this process leads again; another leader builds its own */
+        return;
+    }
+    if ((status = cJSON_Parse(p->status)) == NULL) { /* out of memory: it printed fine */
+        report_again(c, p);
+        return;
+    }
     t0 = ms_clock_monotonic();
-    err = ms_kube_status_patch(c->kube, &ref, p->status, NULL, &kerr);
+    err = ms_kube_status_patch(c->kube, &ref, status, NULL, &kerr);
+    cJSON_Delete(status);
     ms_kube_deadline_set(0);
     ms__kube_observe(c, "patch_status", t0, err);
-    if (err != MS_OK && err != MS_ERR_NOTFOUND) /* deleted meanwhile: nothing to report */
+    if (err != MS_OK && err != MS_ERR_NOTFOUND) { /* deleted meanwhile: nothing to report */
         MS_LOG_WARN("cannot write status", MS_S("object", p->name), MS_S("namespace", p->ns),
                     MS_S("error", kerr.message));
+        report_again(c, p);
+    }
 }
 
 static void *run(void *arg)
@@ -141,31 +163,35 @@ bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *
 {
     char key[MS__KEY_MAX];
     pending_t *p, *old;
+    char *text = status != NULL ? cJSON_PrintUnformatted(status) : NULL;
 
+    cJSON_Delete(status);
+    if (text == NULL)
+        return false;
     snprintf(key, sizeof key, "%s/%s", ns, name);
     pthread_mutex_lock(&w->lock);
     if (w->stopping || w->nthreads == 0) {
         pthread_mutex_unlock(&w->lock);
-        cJSON_Delete(status);
+        free(text);
         return false;
     }
     old = ms_strmap_get(&w->pending, key);
     if (old != NULL) {
         /* Already queued: the newer patch takes its place in line. */
-        cJSON_Delete(old->status);
-        old->status = status;
+        free(old->status);
+        old->status = text;
         pthread_mutex_unlock(&w->lock);
         return true;
     }
     if (w->len == w->cap) {
         pthread_mutex_unlock(&w->lock);
-        cJSON_Delete(status);
+        free(text);
         return false;
     }
     p = ms_xcalloc(1, sizeof *p);
     p->ns = ms_xstrdup(ns);
     p->name = ms_xstrdup(name);
-    p->status = status;
+    p->status = text;
     ms_strmap_put(&w->pending, key, p);
     w->order[(w->head + w->len) % w->cap] = ms_xstrdup(key);
     w->len++;

@@ -532,7 +532,7 @@ static void plan_presets(ms_prom_tick_t *t, double now)
                                         t->nnamespaces};
         char *text = NULL;
         char why[MS_ERRBUF_SIZE];
-        size_t q;
+        size_t q, covered;
 
         if (t->kind_objects[k] == 0)
             continue;
@@ -543,8 +543,10 @@ static void plan_presets(ms_prom_tick_t *t, double now)
             continue;
         }
         q = add_query(t, text, now);
-        t->queries[q].max_bytes = t->kind_objects[k] < SIZE_MAX / PRESET_BYTES_PER_OBJECT
-                                      ? t->kind_objects[k] * PRESET_BYTES_PER_OBJECT
+        covered = t->kind_objects[k] > t->opts.answer_workloads ? t->kind_objects[k]
+                                                                : t->opts.answer_workloads;
+        t->queries[q].max_bytes = covered < SIZE_MAX / PRESET_BYTES_PER_OBJECT
+                                      ? covered * PRESET_BYTES_PER_OBJECT
                                       : SIZE_MAX;
         t->builtin[k] = (int)q;
         t->stats.builtin_queries++;

@@ -155,6 +155,38 @@ static void index_insert(size_t *index, size_t cap, const char *key, size_t i)
     index[slot] = i + 1;
 }
 
+/* The slot holding series i (whose key is key). */
+static size_t index_slot(const family_t *fam, const char *key, size_t i)
+{
+    size_t slot = hash(key) & (fam->index_cap - 1);
+
+    while (fam->index[slot] != i + 1)
+        slot = (slot + 1) & (fam->index_cap - 1);
+    return slot;
+}
+
+/* Empty a slot and shift later entries of its probe run back into it
+ * (backward-shift deletion: no tombstones, lookups stay short). */
+static void index_delete(family_t *fam, size_t hole)
+{
+    size_t mask = fam->index_cap - 1, j = hole;
+
+    fam->index[hole] = 0;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & mask;
+        if (fam->index[j] == 0)
+            return;
+        home = hash(fam->series[fam->index[j] - 1].key) & mask;
+        /* The entry at j stays when its home lies cyclically in (hole, j]. */
+        if (hole <= j ? (home > hole && home <= j) : (home > hole || home <= j))
+            continue;
+        fam->index[hole] = fam->index[j];
+        fam->index[j] = 0;
+        hole = j;
+    }
+}
+
 /* Rebuild the index with room for twice the series (linear probing stays
  * short below half full). */
 static bool reindex(family_t *fam)
@@ -319,14 +351,17 @@ void ms_metrics_remove(ms_metrics_t *m, int id, const char *const *values)
 
     pthread_mutex_lock(&m->lock);
     if ((fam = family(m, id)) != NULL && (s = lookup(fam, values, false)) != NULL) {
-        size_t i = (size_t)(s - fam->series);
-        /* Move the last series into the hole and rebuild the index: removals
-         * are rare (an object was deleted). */
+        size_t i = (size_t)(s - fam->series), last = fam->nseries - 1;
+        /* O(1): a reason or condition series is replaced on every change of
+         * an object's state, at 10,000 objects a rebuild each time would not
+         * be. The last series moves into the hole; its slot follows it. */
+        index_delete(fam, index_slot(fam, s->key, i));
         series_free(s, fam->nlabels);
-        if (i != fam->nseries - 1)
-            fam->series[i] = fam->series[fam->nseries - 1];
+        if (i != last) {
+            fam->series[i] = fam->series[last];
+            fam->index[index_slot(fam, fam->series[i].key, last)] = i + 1;
+        }
         fam->nseries--;
-        reindex(fam);
     }
     pthread_mutex_unlock(&m->lock);
 }

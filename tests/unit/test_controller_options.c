@@ -404,6 +404,14 @@ static void test_flag_errors(void **state)
                  "--prometheus-url=http://");
     EXPECT_ERROR("--prometheus-url: \"http://a b\" is not an http:// or https:// URL",
                  "--prometheus-url=http://a b");
+    EXPECT_ERROR("--prometheus-url: the URL carries credentials (user@ or user:password@), which "
+                 "would reach logs; give them with --prometheus-basic-auth-username and "
+                 "--prometheus-basic-auth-password-file, or a bearer token file",
+                 "--prometheus-url=https://admin:s3cret@prom:9090/");
+    EXPECT_ERROR("--prometheus-url: the URL carries credentials (user@ or user:password@), which "
+                 "would reach logs; give them with --prometheus-basic-auth-username and "
+                 "--prometheus-basic-auth-password-file, or a bearer token file",
+                 "--prometheus-url=http://token@prom");
     EXPECT_ERROR("--metrics-bind-address: \"8080\" is not HOST:PORT, :PORT or 0 (off)", URL,
                  "--metrics-bind-address=8080");
     EXPECT_ERROR("--metrics-bind-address: \":70000\" is not HOST:PORT, :PORT or 0 (off)", URL,

@@ -93,6 +93,56 @@ static void many_series_stay_addressable(void **state)
     ms_metrics_free(m);
 }
 
+/* Removals in place (no rebuild) against a reference: after any sequence of
+ * sets and removals every live series renders once with its value and no
+ * removed one renders. */
+static void removals_keep_the_index_exact(void **state)
+{
+    enum { N = 3000, STEPS = 60000 };
+    ms_metrics_t *m = ms_metrics_new();
+    const char *labels[] = {"name"};
+    int g = ms_metrics_family(m, MS_METRIC_GAUGE, "g", "h", labels, 1, NULL, 0);
+    static double want[N];
+    static bool live[N];
+    unsigned seed = 7;
+    char name[32], line[64];
+    size_t lines = 0;
+    ms_buf_t out;
+    (void)state;
+
+    for (int step = 0; step < STEPS; step++) {
+        int i = (int)((seed = seed * 1103515245u + 12345u) >> 8) % N;
+        snprintf(name, sizeof name, "o%d", i);
+        if ((seed >> 4) % 3 == 0) {
+            ms_metrics_remove(m, g, (const char *[]){name});
+            live[i] = false;
+        } else {
+            ms_metrics_set(m, g, (const char *[]){name}, step);
+            want[i] = step;
+            live[i] = true;
+        }
+    }
+    ms_buf_init(&out, 1 << 24);
+    assert_int_equal(ms_metrics_render(m, &out), MS_OK);
+    for (const char *p = out.data; (p = strstr(p, "\ng{")) != NULL; p++)
+        lines++;
+    for (int i = 0; i < N; i++) {
+        snprintf(line, sizeof line, "g{name=\"o%d\"} ", i);
+        const char *at = strstr(out.data, line);
+        if (!live[i]) {
+            assert_null(at);
+            continue;
+        }
+        assert_non_null(at);
+        assert_int_equal(strtol(at + strlen(line), NULL, 10), (long)want[i]);
+        assert_null(strstr(at + 1, line)); /* once */
+        lines--;
+    }
+    assert_int_equal(lines, 0);
+    ms_buf_cleanup(&out);
+    ms_metrics_free(m);
+}
+
 static long get(int port, const char *path, ms_buf_t *body_out)
 {
     char url[128];
@@ -572,6 +622,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counters_gauges_and_histograms_render),
         cmocka_unit_test(many_series_stay_addressable),
+        cmocka_unit_test(removals_keep_the_index_exact),
         cmocka_unit_test(endpoints_answer_over_http),
         cmocka_unit_test(large_metrics_pages_arrive_whole),
         cmocka_unit_test(bad_or_taken_addresses_fail_clearly),
