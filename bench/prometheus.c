@@ -382,7 +382,7 @@ int main(int argc, char **argv)
         double before = served_queries(http, url), after;
         size_t complete = 0;
 
-        if (ms_prom_tick_run(tick, client, objs, n, wall(), out) != MS_OK) {
+        if (ms_prom_tick_run(tick, client, objs, n, out) != MS_OK) {
             fprintf(stderr, "bench_prometheus: the tick failed as a whole\n");
             goto out;
         }

@@ -4,14 +4,15 @@
 #   scripts/install-deps.sh [build] [fuzz] [valgrind]   (default: build)
 #
 # build:    compiler, CMake, Ninja, pkg-config and the fixed libraries
-#           (libcurl, cJSON, libyaml, libwebsockets) plus cmocka
+#           (libcurl, cJSON, libyaml, libwebsockets) plus cmocka and faketime
+#           (libfaketime: the controller's wall-clock step test)
 # fuzz:     clang and its runtime for libFuzzer
 # valgrind: valgrind
 # Installs with apt-get as root; otherwise names what is missing and fails.
 set -euo pipefail
 
 declare -A groups=(
-  [build]="gcc libc6-dev cmake ninja-build pkg-config libcurl4-openssl-dev libcjson-dev libyaml-dev libwebsockets-dev libcmocka-dev"
+  [build]="gcc libc6-dev cmake ninja-build pkg-config libcurl4-openssl-dev libcjson-dev libyaml-dev libwebsockets-dev libcmocka-dev faketime"
   [fuzz]="clang libclang-rt-14-dev"
   [valgrind]="valgrind"
 )

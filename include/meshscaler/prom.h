@@ -222,6 +222,7 @@ typedef struct {
     unsigned long long token_reads;
     unsigned long long skipped;  /* queries not sent: the circuit breaker was open */
     unsigned long long opened;   /* times the circuit breaker opened */
+    bool open;                   /* the circuit breaker is open now */
 } ms_prom_client_stats_t;
 void ms_prom_client_stats(ms_prom_client_t *client, ms_prom_client_stats_t *out);
 

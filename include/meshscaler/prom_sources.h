@@ -153,8 +153,8 @@ ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *opts, char *err
 /* NULL does nothing. */
 void ms_prom_tick_free(ms_prom_tick_t *tick);
 
-/* Observe n objects at wall time `now` (unix seconds; every query is
- * evaluated at it). Fills out[0..n), or nothing when out is NULL (read each
+/* Observe n objects (every query is evaluated at Prometheus's own now: a
+ * clock skew between the two never hides or ages a sample). Fills out[0..n), or nothing when out is NULL (read each
  * object later with ms_prom_tick_observe). Returns MS_OK unless the batch
  * could not run at all (MS_ERR_NOMEM, MS_ERR_IO); per-value failures are in
  * out. The answers are digested and freed before it returns: the tick keeps
@@ -163,12 +163,11 @@ void ms_prom_tick_free(ms_prom_tick_t *tick);
  * answer_workloads, at least its objects of the kind), or the client's
  * max_body when that is larger. */
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *tick, ms_prom_client_t *client,
-                          const ms_prom_object_t *objs, size_t n, double now,
-                          ms_prom_object_obs_t *out);
+                          const ms_prom_object_t *objs, size_t n, ms_prom_object_obs_t *out);
 /* The same within bounds (prom.h: a deadline, a cancel flag, a byte budget
  * for all answers): what is cut off is missing with its reason. NULL: none. */
 ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *tick, ms_prom_client_t *client,
-                                  const ms_prom_object_t *objs, size_t n, double now,
+                                  const ms_prom_object_t *objs, size_t n,
                                   const ms_prom_run_options_t *bounds, ms_prom_object_obs_t *out);
 
 /* What objs[i] observed in the last run; objs must be the array that run

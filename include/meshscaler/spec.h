@@ -122,17 +122,21 @@ typedef struct {
     bool dry_run;
     int32_t sync_period_seconds; /* 0: the controller's --sync-period */
 
+    /* The three lists below are owned arrays: ms_spec_init gives each room
+     * for its maximum, ms_spec_shrink cuts them to what is used (a spec kept
+     * for each of 10,000 objects then costs a few hundred bytes, not 3.5 KB). */
     size_t nmetrics;
-    ms_metric_spec_t metrics[MS_MAX_METRICS];
+    ms_metric_spec_t *metrics; /* MS_MAX_METRICS slots, or nmetrics after a shrink */
 
     ms_scaling_rules_t scale_up;
     ms_scaling_rules_t scale_down;
 
     size_t ndownstreams;
-    ms_downstream_spec_t downstreams[MS_MAX_DOWNSTREAMS];
+    ms_downstream_spec_t *downstreams; /* MS_MAX_DOWNSTREAMS slots, or ndownstreams */
     ms_retry_storm_spec_t retry_storm;
     /* Indexed like metrics[]: saturation[i] corrects metrics[i]. */
-    ms_saturation_spec_t saturation[MS_MAX_METRICS];
+    ms_saturation_spec_t *saturation;
+    size_t metrics_cap, downstreams_cap; /* slots of the arrays above */
 
     ms_fallback_spec_t fallback;
 } ms_spec_t;
@@ -147,14 +151,18 @@ typedef struct {
 #define MS_DEFAULT_FAILURE_THRESHOLD 3
 
 /* Set *spec to an empty spec with every default applied (min 1, max 1,
- * default behavior, no metrics). Never fails. */
+ * default behavior, no metrics) and room for the most metrics and
+ * downstreams; ms_spec_cleanup frees it. Never fails (aborts without memory). */
 void ms_spec_init(ms_spec_t *spec);
+
+/* Cut the lists to the entries in use, for a spec kept long. */
+void ms_spec_shrink(ms_spec_t *spec);
 
 /* Default scaling rules of one direction (up: true for scale-up). */
 void ms_scaling_rules_default(ms_scaling_rules_t *rules, bool up);
 
-/* Free the strings *spec owns and reset it as ms_spec_init() does.
- * NULL does nothing. */
+/* Free what *spec owns; it may then only be given to ms_spec_init again or
+ * to ms_spec_cleanup. NULL does nothing. */
 void ms_spec_cleanup(ms_spec_t *spec);
 
 /* Index of the metric called name, or -1. */

@@ -308,6 +308,8 @@ typedef struct {
     int queue_delayed;   /* gauge */
     int objects;         /* gauge */
     int status_queued;   /* gauge: status patches waiting for a writer */
+    int breaker_open;    /* gauge: the Prometheus circuit breaker is open */
+    int prom_skipped;    /* counter: queries not sent while it was open */
     int client_requests; /* counter {verb}: every request of the client (informers, lease too) */
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
     int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
@@ -360,6 +362,7 @@ struct ms_controller {
     ms__families_t fam;
     ms_kube_stats_t last_stats;    /* what ms__metrics_refresh() already counted */
     unsigned long last_events_dropped;
+    unsigned long long last_prom_skipped;
     ms_server_t *server;
     struct ms__metrics_authorizer *metrics_auth; /* --metrics-secure; NULL when off */
     ms__objects_t objects;

@@ -143,6 +143,15 @@ void ms__metrics_declare(ms_controller_t *c)
                                    "MeshAutoscalers in the informer cache.", NULL, 0, NULL, 0);
     f->status_queued = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_status_writes_queued",
                                          "Status patches waiting for a writer.", NULL, 0, NULL, 0);
+    f->breaker_open = ms_metrics_family(
+        m, MS_METRIC_GAUGE, "meshscaler_prometheus_breaker_open",
+        "1 while the Prometheus circuit breaker is open: failed runs in a row stop queries for a "
+        "backoff, every object's metrics are missing meanwhile.",
+        NULL, 0, NULL, 0);
+    f->prom_skipped = ms_metrics_family(m, MS_METRIC_COUNTER,
+                                        "meshscaler_prometheus_queries_skipped_total",
+                                        "Queries not sent because the circuit breaker was open.",
+                                        NULL, 0, NULL, 0);
     object_families(c);
 }
 
@@ -213,4 +222,12 @@ void ms__metrics_refresh(ms_controller_t *c)
         c->last_events_dropped = dropped;
     }
     client_counters(c);
+    if (c->prom != NULL) {
+        ms_prom_client_stats_t ps;
+        ms_prom_client_stats(c->prom, &ps);
+        ms_metrics_set(c->metrics, c->fam.breaker_open, NULL, ps.open ? 1 : 0);
+        ms_metrics_add(c->metrics, c->fam.prom_skipped, NULL,
+                       (double)(ps.skipped - c->last_prom_skipped));
+        c->last_prom_skipped = ps.skipped;
+    }
 }

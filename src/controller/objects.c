@@ -69,6 +69,7 @@ ms__spec_ref_t *ms__spec_ref_new(const cJSON *spec_json, long long generation,
                 MS_OK &&
             queries_allowed(&r->spec, policy, r->problem, sizeof r->problem);
     r->needs_pods = r->ok && ms__spec_needs_pods(&r->spec);
+    ms_spec_shrink(&r->spec); /* kept as long as the generation: one per object */
     return r;
 }
 

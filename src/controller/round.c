@@ -461,7 +461,7 @@ static void observe(ms_controller_t *c, ms__round_t *r)
     ms_prom_run_options_t bounds = {r->now + timeout, &c->prom_cancel,
                                     c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
 
-    err = ms_prom_tick_run_bounded(r->tick, c->prom, r->objs, m, r->wall, &bounds, NULL);
+    err = ms_prom_tick_run_bounded(r->tick, c->prom, r->objs, m, &bounds, NULL);
     ms_prom_tick_stats(r->tick, &st);
     ms_metrics_add(c->metrics, c->fam.prom_queries, NULL, (double)st.queries_sent);
     ms_metrics_add(c->metrics, c->fam.prom_failures, NULL, (double)st.failed_queries);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "meshscaler/spec.h"
+#include "meshscaler/xalloc.h"
 
 void ms_scaling_rules_default(ms_scaling_rules_t *rules, bool up)
 {
@@ -23,6 +24,11 @@ void ms_scaling_rules_default(ms_scaling_rules_t *rules, bool up)
 void ms_spec_init(ms_spec_t *spec)
 {
     memset(spec, 0, sizeof *spec);
+    spec->metrics = ms_xcalloc(MS_MAX_METRICS, sizeof *spec->metrics);
+    spec->saturation = ms_xcalloc(MS_MAX_METRICS, sizeof *spec->saturation);
+    spec->downstreams = ms_xcalloc(MS_MAX_DOWNSTREAMS, sizeof *spec->downstreams);
+    spec->metrics_cap = MS_MAX_METRICS;
+    spec->downstreams_cap = MS_MAX_DOWNSTREAMS;
     spec->min_replicas = 1;
     spec->max_replicas = 1;
     ms_scaling_rules_default(&spec->scale_up, true);
@@ -41,18 +47,38 @@ void ms_spec_cleanup(ms_spec_t *spec)
     free(spec->target_api_version);
     free(spec->target_kind);
     free(spec->target_name);
-    for (size_t i = 0; i < MS_MAX_METRICS; i++) {
+    for (size_t i = 0; i < spec->metrics_cap; i++) {
         free(spec->metrics[i].container);
         free(spec->metrics[i].query);
         free(spec->saturation[i].rejected_query);
         free(spec->saturation[i].admitted_query);
     }
-    for (size_t i = 0; i < MS_MAX_DOWNSTREAMS; i++) {
+    for (size_t i = 0; i < spec->downstreams_cap; i++) {
         free(spec->downstreams[i].usage_query);
         free(spec->downstreams[i].limit_query);
     }
     free(spec->retry_storm.retry_share_query);
-    ms_spec_init(spec);
+    free(spec->metrics);
+    free(spec->saturation);
+    free(spec->downstreams);
+    memset(spec, 0, sizeof *spec);
+}
+
+/* Entries past the count hold nothing: a parser fills them in order. */
+void ms_spec_shrink(ms_spec_t *spec)
+{
+    size_t m = spec->nmetrics > 0 ? spec->nmetrics : 1;
+    size_t d = spec->ndownstreams > 0 ? spec->ndownstreams : 1;
+
+    if (m < spec->metrics_cap) {
+        spec->metrics = ms_xrealloc(spec->metrics, m * sizeof *spec->metrics);
+        spec->saturation = ms_xrealloc(spec->saturation, m * sizeof *spec->saturation);
+        spec->metrics_cap = m;
+    }
+    if (d < spec->downstreams_cap) {
+        spec->downstreams = ms_xrealloc(spec->downstreams, d * sizeof *spec->downstreams);
+        spec->downstreams_cap = d;
+    }
 }
 
 int ms_spec_metric_index(const ms_spec_t *spec, const char *name)

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "meshscaler/buf.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/prom.h"
 #include "meshscaler/xalloc.h"
@@ -58,12 +59,6 @@ struct ms_prom_client {
     double breaker_open_until; /* monotonic */
 };
 
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* "prefix" + s, caller frees. */
 static char *concat(const char *prefix, const char *s)
@@ -238,7 +233,7 @@ void ms_prom_client_free(ms_prom_client_t *c)
 static bool refresh_token(ms_prom_client_t *c, char *why, size_t whylen)
 {
     struct stat st;
-    double now = monotonic_seconds();
+    double now = ms_clock_monotonic();
     bool changed, due;
     FILE *f;
     ms_buf_t b;
@@ -500,7 +495,7 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
         ms_prom_result_cleanup(&qs[i].result);
     if (n == 0)
         return MS_OK;
-    if (!breaker_allows(c, monotonic_seconds(), why, sizeof why)) {
+    if (!breaker_allows(c, ms_clock_monotonic(), why, sizeof why)) {
         fail_all(qs, n, MS_PROM_UNAVAILABLE, why);
         pthread_mutex_lock(&c->lock);
         c->stats.skipped += n;
@@ -549,7 +544,7 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
         ms_prom_reason_t r = qs[i].result.reason;
         if (!pend[i].sent)
             continue; /* never sent */
-        if (r == MS_PROM_TIMEOUT && o->deadline > 0 && monotonic_seconds() >= o->deadline)
+        if (r == MS_PROM_TIMEOUT && o->deadline > 0 && ms_clock_monotonic() >= o->deadline)
             ms_errf(qs[i].result.message, sizeof qs[i].result.message, MS_OK,
                     "the round's deadline passed before Prometheus answered");
         if (r != MS_PROM_OK && r != MS_PROM_NO_DATA)
@@ -564,7 +559,7 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
     pthread_mutex_unlock(&c->lock);
     /* A shutdown says nothing about Prometheus. */
     if (sent > 0 && !(o->cancel != NULL && atomic_load(o->cancel)))
-        breaker_record(c, transport == sent, monotonic_seconds());
+        breaker_record(c, transport == sent, ms_clock_monotonic());
 out:
     if (err != MS_OK) {
         snprintf(why, sizeof why, "the query batch failed: %s", ms_strerror(err));
@@ -587,5 +582,6 @@ void ms_prom_client_stats(ms_prom_client_t *c, ms_prom_client_stats_t *out)
 {
     pthread_mutex_lock(&c->lock);
     *out = c->stats;
+    out->open = ms_clock_monotonic() < c->breaker_open_until;
     pthread_mutex_unlock(&c->lock);
 }

@@ -166,7 +166,7 @@ static size_t keep_detail(ms_prom_tick_t *t, const char *line)
 
 /* Append a query that takes ownership of text; returns its index. The
  * three per-query arrays grow together. */
-static size_t add_query(ms_prom_tick_t *t, char *text, double now)
+static size_t add_query(ms_prom_tick_t *t, char *text)
 {
     size_t i = t->nqueries;
 
@@ -182,14 +182,18 @@ static size_t add_query(ms_prom_tick_t *t, char *text, double now)
     memset(&t->queries[i], 0, sizeof t->queries[i]);
     ms_prom_result_init(&t->queries[i].result);
     t->queries[i].query = text;
-    t->queries[i].time = now;
+    /* 0: Prometheus's own now. At ours, a clock ahead of Prometheus's by
+     * more than its lookback (5 min) reads nothing and one behind reads old
+     * values that look fresh (an instant result carries the evaluation
+     * time); the presets' age is computed by Prometheus too. */
+    t->queries[i].time = 0;
     t->texts[i] = text;
     t->nqueries++;
     return i;
 }
 
 /* Plan one user query for an object: expand, deduplicate, remember. */
-static int32_t plan_user(ms_prom_tick_t *t, const ms_prom_object_t *o, const char *tmpl, double now)
+static int32_t plan_user(ms_prom_tick_t *t, const ms_prom_object_t *o, const char *tmpl)
 {
     ms_prom_template_vars_t v = {o->namespace_name, o->name, o->kind, o->pod_regex};
     char err[MS_ERRBUF_SIZE];
@@ -205,7 +209,7 @@ static int32_t plan_user(ms_prom_tick_t *t, const ms_prom_object_t *o, const cha
         free(text);
         return (int32_t)idx;
     }
-    idx = add_query(t, text, now);
+    idx = add_query(t, text);
     index_put(&t->dedup, text, idx);
     t->stats.user_queries++;
     return (int32_t)idx;
@@ -223,7 +227,7 @@ static void remember(ms_strmap_t *map, const char ***list, size_t *n, size_t *ca
     (*list)[(*n)++] = name;
 }
 
-static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *plan, double now)
+static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *plan)
 {
     const ms_spec_t *s = o->spec;
     bool kinds[MS_PROM_KIND__COUNT] = {false};
@@ -253,20 +257,20 @@ static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *p
             }
             break;
         case MS_SOURCE_PROMETHEUS:
-            plan[SLOT_METRIC(i)] = plan_user(t, o, m->query, now);
+            plan[SLOT_METRIC(i)] = plan_user(t, o, m->query);
             break;
         }
         if (s->saturation[i].enabled) {
-            plan[SLOT_SAT_ADMITTED(i)] = plan_user(t, o, s->saturation[i].admitted_query, now);
-            plan[SLOT_SAT_REJECTED(i)] = plan_user(t, o, s->saturation[i].rejected_query, now);
+            plan[SLOT_SAT_ADMITTED(i)] = plan_user(t, o, s->saturation[i].admitted_query);
+            plan[SLOT_SAT_REJECTED(i)] = plan_user(t, o, s->saturation[i].rejected_query);
         }
     }
     for (size_t d = 0; d < s->ndownstreams && d < MS_MAX_DOWNSTREAMS; d++) {
-        plan[SLOT_DS_USAGE(d)] = plan_user(t, o, s->downstreams[d].usage_query, now);
-        plan[SLOT_DS_LIMIT(d)] = plan_user(t, o, s->downstreams[d].limit_query, now);
+        plan[SLOT_DS_USAGE(d)] = plan_user(t, o, s->downstreams[d].usage_query);
+        plan[SLOT_DS_LIMIT(d)] = plan_user(t, o, s->downstreams[d].limit_query);
     }
     if (s->retry_storm.enabled)
-        plan[SLOT_RETRY] = plan_user(t, o, s->retry_storm.retry_share_query, now);
+        plan[SLOT_RETRY] = plan_user(t, o, s->retry_storm.retry_share_query);
     for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
         t->kind_objects[k] += kinds[k];
 }
@@ -488,18 +492,18 @@ static ms_err_t run_client(void *ctx, ms_prom_query_t *queries, size_t n)
 }
 
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *t, ms_prom_client_t *client, const ms_prom_object_t *objs,
-                          size_t n, double now, ms_prom_object_obs_t *out)
+                          size_t n, ms_prom_object_obs_t *out)
 {
-    return ms_prom_tick_run_bounded(t, client, objs, n, now, NULL, out);
+    return ms_prom_tick_run_bounded(t, client, objs, n, NULL, out);
 }
 
 ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *t, ms_prom_client_t *client,
-                                  const ms_prom_object_t *objs, size_t n, double now,
+                                  const ms_prom_object_t *objs, size_t n,
                                   const ms_prom_run_options_t *bounds, ms_prom_object_obs_t *out)
 {
     client_run_t r = {client, bounds};
 
-    return ms__prom_tick_run_with(t, run_client, &r, objs, n, now, out);
+    return ms__prom_tick_run_with(t, run_client, &r, objs, n, out);
 }
 
 /* What is left of an answer once digested: its reason, type and message.
@@ -525,7 +529,7 @@ static void digested(ms_prom_result_t *r)
  * covers: five series of a few hundred bytes each. */
 #define PRESET_BYTES_PER_OBJECT 4096u
 
-static void plan_presets(ms_prom_tick_t *t, double now)
+static void plan_presets(ms_prom_tick_t *t)
 {
     for (int k = 0; k < MS_PROM_KIND__COUNT; k++) {
         ms_prom_preset_scope_t scope = {t->container_list, t->ncontainers, t->namespace_list,
@@ -542,7 +546,7 @@ static void plan_presets(ms_prom_tick_t *t, double now)
                          MS_S("detail", why));
             continue;
         }
-        q = add_query(t, text, now);
+        q = add_query(t, text);
         covered = t->kind_objects[k] > t->opts.answer_workloads ? t->kind_objects[k]
                                                                 : t->opts.answer_workloads;
         t->queries[q].max_bytes = covered < SIZE_MAX / PRESET_BYTES_PER_OBJECT
@@ -555,7 +559,7 @@ static void plan_presets(ms_prom_tick_t *t, double now)
 
 /* Turn each answer into what objects read: a user query's one number, a
  * preset's values per workload. */
-static void digest(ms_prom_tick_t *t, double now)
+static void digest(ms_prom_tick_t *t)
 {
     for (size_t q = 0; q < t->nqueries; q++) {
         answer_t *a = &t->answers[q];
@@ -571,7 +575,7 @@ static void digest(ms_prom_tick_t *t, double now)
         if (builtin)
             continue; /* split per workload below, not one number */
         a->value = 0;
-        a->reason = ms_prom_result_number(&t->queries[q].result, now, t->opts.max_age, &a->value,
+        a->reason = ms_prom_result_number(&t->queries[q].result, 0, t->opts.max_age, &a->value,
                                           msg, sizeof msg);
         a->detail = "";
         if (a->reason != MS_PROM_OK) {
@@ -587,7 +591,7 @@ static void digest(ms_prom_tick_t *t, double now)
 }
 
 ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void *ctx,
-                                const ms_prom_object_t *objs, size_t n, double now,
+                                const ms_prom_object_t *objs, size_t n,
                                 ms_prom_object_obs_t *out)
 {
     double started = mono_seconds();
@@ -604,13 +608,13 @@ ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void 
     /* Plan every object (user queries deduplicated as they come), then one
      * query per preset kind in use. */
     for (size_t i = 0; i < n; i++)
-        plan_object(t, &objs[i], t->plan + i * NSLOTS, now);
-    plan_presets(t, now);
+        plan_object(t, &objs[i], t->plan + i * NSLOTS);
+    plan_presets(t);
     for (size_t q = 0; q < t->nqueries; q++)
         t->queries[q].query = t->texts[q];
     err = run(ctx, t->queries, t->nqueries);
     t->stats.queries_sent = t->nqueries;
-    digest(t, now);
+    digest(t);
     for (size_t i = 0; out != NULL && i < n; i++)
         fill_object(t, &objs[i], t->plan + i * NSLOTS, &out[i]);
     t->ncontainers = 0; /* the names were borrowed from the specs and objects */

@@ -13,7 +13,7 @@
 typedef ms_err_t (*ms__prom_runner_fn)(void *ctx, ms_prom_query_t *queries, size_t n);
 
 ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *tick, ms__prom_runner_fn run, void *ctx,
-                                const ms_prom_object_t *objs, size_t n, double now,
+                                const ms_prom_object_t *objs, size_t n,
                                 ms_prom_object_obs_t *out);
 
 #endif

@@ -64,6 +64,7 @@ static void tolerance_band_is_inclusive_at_both_edges(void **state)
     assert_int_equal(decide(&s, &mem, obs_at(0, 10, 111)).metrics[0].replicas, 12);
     ms_engine_memory_init(&mem);
     assert_int_equal(decide(&s, &mem, obs_at(0, 10, 89)).metrics[0].replicas, 9);
+    ms_spec_cleanup(&s);
 }
 
 static void tolerance_is_per_direction(void **state)
@@ -81,6 +82,7 @@ static void tolerance_is_per_direction(void **state)
     assert_int_equal(decide(&s, &mem, obs_at(0, 10, 50)).metrics[0].replicas, 10);
     ms_engine_memory_init(&mem);
     assert_int_equal(decide(&s, &mem, obs_at(0, 10, 49)).metrics[0].replicas, 5);
+    ms_spec_cleanup(&s);
 }
 
 static void utilization_and_value_scale_ready_replicas(void **state)
@@ -96,11 +98,14 @@ static void utilization_and_value_scale_ready_replicas(void **state)
     o.ready_replicas = 3; /* r = 2, ceil(2 * 3) */
     assert_int_equal(decide(&s, &mem, o).metrics[0].replicas, 6);
 
+    ms_spec_cleanup(&s);
+
     spec_one(&s, MS_TARGET_VALUE, 100, 1, 40);
     ms_engine_memory_init(&mem);
     o = obs_at(0, 4, 250);
     o.ready_replicas = 5; /* surge: ready may exceed current */
     assert_int_equal(decide(&s, &mem, o).metrics[0].replicas, 13);
+    ms_spec_cleanup(&s);
 }
 
 static void average_value_divides_the_total(void **state)
@@ -118,6 +123,7 @@ static void average_value_divides_the_total(void **state)
     /* 420 / (100 * 4) = 1.05: inside the band even though ceil(4.2) = 5 */
     ms_engine_memory_init(&mem);
     assert_int_equal(decide(&s, &mem, obs_at(0, 4, 420)).metrics[0].replicas, 4);
+    ms_spec_cleanup(&s);
 }
 
 static void huge_values_saturate_instead_of_overflowing(void **state)
@@ -132,6 +138,7 @@ static void huge_values_saturate_instead_of_overflowing(void **state)
     d = decide(&s, &mem, obs_at(0, 4, 1e300));
     assert_int_equal(d.metrics[0].replicas, INT32_MAX);
     assert_int_equal(d.desired_replicas, 8); /* still rate limited */
+    ms_spec_cleanup(&s);
 }
 
 static void largest_ask_wins(void **state)
@@ -150,6 +157,7 @@ static void largest_ask_wins(void **state)
     o.metrics[1] = (ms_sample_t){true, 105};
     d = decide(&s, &mem, o);
     assert_int_equal(d.recommendation, 6);
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 3: partial observations (HPA's missing-pods rule) ---- */
@@ -190,6 +198,7 @@ static void partial_utilization_low_counts_missing_pods_busy(void **state)
     assert_int_equal(m.replicas, 6);
     assert_int_equal(m.pods.count, 8);
     assert_true(m.effective.value == 20); /* the effective value stays as observed */
+    ms_spec_cleanup(&s);
 }
 
 static void partial_utilization_fill_is_the_target_above_100(void **state)
@@ -205,6 +214,7 @@ static void partial_utilization_fill_is_the_target_above_100(void **state)
     m = ask_partial(&s, obs_partial(10, 10, 30, 5));
     assert_true(fabs(m.partial_value - 90) < 1e-9);
     assert_int_equal(m.replicas, 6);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_utilization_high_counts_missing_pods_idle(void **state)
@@ -220,6 +230,7 @@ static void partial_utilization_high_counts_missing_pods_idle(void **state)
     assert_true(m.partial);
     assert_true(fabs(m.partial_value - 80) < 1e-9);
     assert_int_equal(m.replicas, 16);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_average_value_low_adds_the_target_per_missing_pod(void **state)
@@ -237,6 +248,7 @@ static void partial_average_value_low_adds_the_target_per_missing_pod(void **sta
     assert_true(fabs(m.partial_value - 700) < 1e-9);
     assert_true(fabs(m.partial_ratio - 0.7) < 1e-9);
     assert_int_equal(m.replicas, 7);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_average_value_high_keeps_the_total(void **state)
@@ -252,6 +264,7 @@ static void partial_average_value_high_keeps_the_total(void **state)
     assert_true(m.partial);
     assert_true(m.partial_value == 1500);
     assert_int_equal(m.replicas, 15);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_ratio_exactly_one_asks_current(void **state)
@@ -267,6 +280,7 @@ static void partial_ratio_exactly_one_asks_current(void **state)
     assert_true(m.partial);
     assert_true(m.partial_value == 50);
     assert_int_equal(m.replicas, 10);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_ratio_inside_the_band_asks_current(void **state)
@@ -281,8 +295,10 @@ static void partial_ratio_inside_the_band_asks_current(void **state)
 
     /* The scenario partial-scrape's first tick: 3 of 8 pods at 20%, target
      * 70: v' = (20*3 + 100*5)/8 = 70, r' = 1: asks 8 (without: ceil(2.29) = 3). */
+    ms_spec_cleanup(&s);
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
     assert_int_equal(ask_partial(&s, obs_partial(8, 8, 20, 3)).replicas, 8);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_ratios_on_opposite_sides_ask_current(void **state)
@@ -297,13 +313,16 @@ static void partial_ratios_on_opposite_sides_ask_current(void **state)
 
     /* r > 1, r' < 1: 5 of 10 pods at 80%, target 50: r = 1.6,
      * v' = 80*5/10 = 40, r' = 0.8: asks 10 (without: ceil(16) = 16). */
+    ms_spec_cleanup(&s);
     spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
     assert_int_equal(ask_partial(&s, obs_partial(10, 10, 80, 5)).replicas, 10);
 
     /* AverageValue r < 1, r' > 1: 2 of 10 pods report 500, target 100:
      * r = 500/1000 = 0.5, v' = 500 + 100*8 = 1300, r' = 1.3: asks 10. */
+    ms_spec_cleanup(&s);
     spec_one(&s, MS_TARGET_AVERAGE_VALUE, 100, 1, 40);
     assert_int_equal(ask_partial(&s, obs_partial(10, 10, 500, 2)).replicas, 10);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_ask_against_the_ratio_asks_current(void **state)
@@ -323,10 +342,12 @@ static void partial_ask_against_the_ratio_asks_current(void **state)
     /* Fewer ready than current: current 10, ready 4, 2 pods at 150%,
      * target 50: r = 3, v' = 150*2/4 = 75, r' = 1.5 > 1, but
      * ceil(1.5 * 4) = 6 < 10: asks 10 (without the rule: ceil(12) = 12). */
+    ms_spec_cleanup(&s);
     spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
     m = ask_partial(&s, obs_partial(10, 4, 150, 2));
     assert_true(fabs(m.partial_ratio - 1.5) < 1e-9);
     assert_int_equal(m.replicas, 10);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_rule_needs_fewer_pods_than_ready(void **state)
@@ -351,10 +372,12 @@ static void partial_rule_needs_fewer_pods_than_ready(void **state)
     assert_int_equal(ask_partial(&s, o).replicas, 3);
     /* a Value target is a whole-metric comparison: 250 vs 100 on 2 of 5
      * pods: plain r = 2.5, ask ceil(2.5 * 5) = 13. */
+    ms_spec_cleanup(&s);
     spec_one(&s, MS_TARGET_VALUE, 100, 1, 40);
     m = ask_partial(&s, obs_partial(5, 5, 250, 2));
     assert_false(m.partial);
     assert_int_equal(m.replicas, 13);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_rule_uses_the_effective_value(void **state)
@@ -378,6 +401,7 @@ static void partial_rule_uses_the_effective_value(void **state)
     assert_true(d.metrics[0].effective.value == 100);
     assert_true(d.metrics[0].partial_value == 50);
     assert_int_equal(d.metrics[0].replicas, 10);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_negative_pod_count_is_refused(void **state)
@@ -393,6 +417,7 @@ static void partial_negative_pod_count_is_refused(void **state)
     o = obs_partial(8, 8, 20, -1);
     assert_int_equal(ms_engine_decide(&s, &mem, &o, &d), MS_ERR_INVALID);
     assert_memory_equal(&mem, &before, sizeof mem);
+    ms_spec_cleanup(&s);
 }
 
 static void partial_observation_is_explained(void **state)
@@ -416,6 +441,7 @@ static void partial_observation_is_explained(void **state)
     d = decide(&s, &mem, obs_partial(10, 10, 70, 8)); /* r = 1: nothing filled */
     ms_decision_explain(&s, &d, buf, sizeof buf);
     assert_non_null(strstr(buf, "m 70 (8 of 10 pods reported) asks 10"));
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 1: out of range ---- */
@@ -446,6 +472,7 @@ static void out_of_range_skips_the_rest(void **state)
     assert_int_equal(d.reason, MS_REASON_BelowMinReplicas);
     assert_int_equal(mem.nevents, 2);
     assert_int_equal(mem.nrecs, 1); /* only the initial recommendation */
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 0: initial memory ---- */
@@ -465,6 +492,7 @@ static void a_fresh_memory_never_scales_down_inside_the_window(void **state)
     assert_true(d.stabilized);
     d = decide(&s, &mem, obs_at(1300, 10, 7)); /* 300 s later the window let go */
     assert_int_equal(d.desired_replicas, 1);
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 4: missing metrics, fallback, storm hold ---- */
@@ -494,6 +522,7 @@ static void missing_metric_never_scales_down(void **state)
     d = decide(&s, &mem, o);
     assert_int_equal(d.desired_replicas, 12);
     assert_int_equal(d.reason, MS_REASON_DesiredWithinRange);
+    ms_spec_cleanup(&s);
 }
 
 static void fallback_counts_and_resets(void **state)
@@ -528,6 +557,7 @@ static void fallback_counts_and_resets(void **state)
     d = decide(&s, &mem, o);
     assert_int_equal(d.reason, MS_REASON_MetricsUnavailable);
     assert_int_equal(d.failures, 1);
+    ms_spec_cleanup(&s);
 }
 
 static void fallback_current_if_higher_keeps_a_larger_count(void **state)
@@ -556,6 +586,7 @@ static void fallback_current_if_higher_keeps_a_larger_count(void **state)
     assert_int_equal(d.desired_replicas, 9);
     ms_decision_explain(&s, &d, buf, sizeof buf);
     assert_non_null(strstr(buf, "fallback 5; recommendation 5"));
+    ms_spec_cleanup(&s);
 }
 
 static void fallback_defaults_to_current_if_higher(void **state)
@@ -583,6 +614,7 @@ static void fallback_defaults_to_current_if_higher(void **state)
     o.now = 45;
     d = decide(&s, &mem, o);
     assert_int_equal(d.recommendation, 5); /* 3 < 5: raised */
+    ms_spec_cleanup(&s);
 }
 
 static void without_fallback_all_missing_holds_forever(void **state)
@@ -603,6 +635,7 @@ static void without_fallback_all_missing_holds_forever(void **state)
         assert_int_equal(d.reason, MS_REASON_MetricsUnavailable);
     }
     assert_int_equal(d.failures, 50);
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 2: saturation and retry storms ---- */
@@ -624,6 +657,7 @@ static void saturation_reveals_rejected_demand(void **state)
     assert_true(d.metrics[0].effective.value > 179.999 && d.metrics[0].effective.value < 180.001);
     assert_true(d.saturated);
     assert_int_equal(d.recommendation, 11);
+    ms_spec_cleanup(&s);
 }
 
 static void saturation_overflow_reads_as_the_largest_demand(void **state)
@@ -649,6 +683,7 @@ static void saturation_overflow_reads_as_the_largest_demand(void **state)
     ms_engine_memory_init(&mem);
     d = decide(&s, &mem, o);
     assert_true(d.metrics[0].effective.value == 0);
+    ms_spec_cleanup(&s);
 }
 
 static void saturation_needs_admitted_traffic(void **state)
@@ -673,6 +708,7 @@ static void saturation_needs_admitted_traffic(void **state)
     ms_engine_memory_init(&mem);
     d = decide(&s, &mem, o);
     assert_true(d.metrics[0].effective.value == 100);
+    ms_spec_cleanup(&s);
 }
 
 static void retry_storm_discounts_and_holds(void **state)
@@ -700,6 +736,7 @@ static void retry_storm_discounts_and_holds(void **state)
     assert_true(d.held_by_storm);
     assert_int_equal(d.recommendation, 8);
     assert_int_equal(d.desired_replicas, 8);
+    ms_spec_cleanup(&s);
 }
 
 static void retry_share_at_the_threshold_is_no_storm(void **state)
@@ -718,6 +755,7 @@ static void retry_share_at_the_threshold_is_no_storm(void **state)
     d = decide(&s, &mem, o);
     assert_false(d.retry_storm);
     assert_true(d.metrics[0].effective.value == 280);
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 5: stabilization ---- */
@@ -738,6 +776,7 @@ static void scale_down_window_expires_exactly(void **state)
     d = decide(&s, &mem, obs_at(300, 10, 7));
     assert_int_equal(d.stabilized_value, 1);
     assert_false(d.stabilized);
+    ms_spec_cleanup(&s);
 }
 
 static void scale_up_window_takes_the_minimum(void **state)
@@ -756,6 +795,7 @@ static void scale_up_window_takes_the_minimum(void **state)
     assert_true(d.stabilized);
     d = decide(&s, &mem, obs_at(61, 4, 140)); /* only the 8s remain */
     assert_int_equal(d.desired_replicas, 8);
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 6: rate policies and bounds ---- */
@@ -773,6 +813,7 @@ static void percent_rounds_up_for_scale_up(void **state)
     d = decide(&s, &mem, obs_at(0, 3, 100)); /* ceil(3 * 1.5) = 5 */
     assert_int_equal(d.desired_replicas, 5);
     assert_int_equal(d.reason, MS_REASON_ScaleUpLimit);
+    ms_spec_cleanup(&s);
 }
 
 static void percent_truncates_for_scale_down(void **state)
@@ -788,6 +829,7 @@ static void percent_truncates_for_scale_down(void **state)
     d = decide(&s, &mem, obs_at(0, 5, 1)); /* trunc(5 * 0.5) = 2 */
     assert_int_equal(d.desired_replicas, 2);
     assert_int_equal(d.reason, MS_REASON_ScaleDownLimit);
+    ms_spec_cleanup(&s);
 }
 
 static void events_at_the_period_edge_do_not_count(void **state)
@@ -804,6 +846,7 @@ static void events_at_the_period_edge_do_not_count(void **state)
     assert_int_equal(decide(&s, &mem, obs_at(14.9, 4, 100)).desired_replicas, 4);
     /* t=15: the event sits exactly on the cutoff and no longer counts */
     assert_int_equal(decide(&s, &mem, obs_at(15, 4, 100)).desired_replicas, 6);
+    ms_spec_cleanup(&s);
 }
 
 static void select_min_takes_the_smaller_change(void **state)
@@ -818,6 +861,7 @@ static void select_min_takes_the_smaller_change(void **state)
     s.scale_up.select = MS_SELECT_MAX;
     ms_engine_memory_init(&mem);
     assert_int_equal(decide(&s, &mem, obs_at(0, 10, 100)).desired_replicas, 20);
+    ms_spec_cleanup(&s);
 }
 
 static void disabled_direction_never_moves(void **state)
@@ -837,6 +881,7 @@ static void disabled_direction_never_moves(void **state)
     d = decide(&s, &mem, obs_at(15, 4, 7));
     assert_int_equal(d.desired_replicas, 4);
     assert_int_equal(d.reason, MS_REASON_ScaleDownLimit);
+    ms_spec_cleanup(&s);
 }
 
 static void bounds_give_too_many_and_too_few(void **state)
@@ -854,6 +899,7 @@ static void bounds_give_too_many_and_too_few(void **state)
     d = decide(&s, &mem, obs_at(100, 6, 7)); /* asks 1, min 3 */
     assert_int_equal(d.desired_replicas, 3);
     assert_int_equal(d.reason, MS_REASON_TooFewReplicas);
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 7: downstream guardrail ---- */
@@ -882,6 +928,7 @@ static void downstream_caps_scale_out(void **state)
     assert_false(d.downstreams[0].bound);
     assert_int_equal(d.desired_replicas, 12);
     assert_int_equal(d.reason, MS_REASON_DownstreamLimit);
+    ms_spec_cleanup(&s);
 }
 
 static void downstream_never_scales_down(void **state)
@@ -909,6 +956,7 @@ static void downstream_never_scales_down(void **state)
     d = decide(&s, &mem, o);
     assert_int_equal(d.desired_replicas, 4);
     assert_int_equal(d.reason, MS_REASON_DesiredWithinRange);
+    ms_spec_cleanup(&s);
 }
 
 static void unobserved_downstream_does_not_cap(void **state)
@@ -927,6 +975,7 @@ static void unobserved_downstream_does_not_cap(void **state)
     d = decide(&s, &mem, o);
     assert_false(d.downstreams[0].observed);
     assert_int_equal(d.desired_replicas, 16);
+    ms_spec_cleanup(&s);
 }
 
 /* ---- step 8 and the reason order ---- */
@@ -945,6 +994,7 @@ static void every_change_is_a_signed_event(void **state)
     assert_int_equal(mem.nevents, 2);
     assert_int_equal(mem.event_change[0], 4);
     assert_int_equal(mem.event_change[1], -4);
+    ms_spec_cleanup(&s);
 }
 
 static void a_deferred_scale_is_stored_only_when_recorded(void **state)
@@ -969,6 +1019,7 @@ static void a_deferred_scale_is_stored_only_when_recorded(void **state)
     assert_int_equal(mem.nevents, 1);
     o = obs_at(10, 8, 280); /* +4 within 15 s: Pods 4 from 4 -> 8 */
     assert_int_equal(decide(&s, &mem, o).desired_replicas, 8);
+    ms_spec_cleanup(&s);
 }
 
 static void fallback_reason_yields_to_rate_limits(void **state)
@@ -986,6 +1037,7 @@ static void fallback_reason_yields_to_rate_limits(void **state)
     d = decide(&s, &mem, o);
     assert_int_equal(d.reason, MS_REASON_ScaleUpLimit);
     assert_true(d.fallback_used);
+    ms_spec_cleanup(&s);
 }
 
 static void invalid_observation_changes_nothing(void **state)
@@ -1001,6 +1053,7 @@ static void invalid_observation_changes_nothing(void **state)
     o = obs_at(0, -1, 70);
     assert_int_equal(ms_engine_decide(&s, &mem, &o, &d), MS_ERR_INVALID);
     assert_memory_equal(&mem, &before, sizeof mem);
+    ms_spec_cleanup(&s);
 }
 
 static void explanation_names_the_chain(void **state)
@@ -1025,6 +1078,7 @@ static void explanation_names_the_chain(void **state)
     /* a short buffer is cut but terminated, and the needed length is told */
     assert_true(ms_decision_explain(&s, &d, buf, 10) > 10);
     assert_int_equal(strlen(buf), 9);
+    ms_spec_cleanup(&s);
 }
 
 static void reason_names_round_trip(void **state)

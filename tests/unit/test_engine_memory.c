@@ -69,6 +69,7 @@ static void hpa_reuse_keeps_a_15s_history_small(void **state)
         ms__memory_record(&mem, &s, t, (int32_t)(rnd() % 50));
         assert_true(mem.nrecs <= 22); /* 300 s / 15 s + the slot being replaced */
     }
+    ms_spec_cleanup(&s);
 }
 
 static void identical_entries_compact_exactly(void **state)
@@ -93,6 +94,7 @@ static void identical_entries_compact_exactly(void **state)
         assert_true(mem.nrecs <= MS_ENGINE_MAX_RECOMMENDATIONS);
     }
     free(ref);
+    ms_spec_cleanup(&s);
 }
 
 static void lossy_compaction_only_delays_scale_down(void **state)
@@ -126,6 +128,7 @@ static void lossy_compaction_only_delays_scale_down(void **state)
     /* The walk really exceeded the slots, or this test proves nothing. */
     assert_true(differed > 0);
     free(ref);
+    ms_spec_cleanup(&s);
 }
 
 static void event_compaction_keeps_scale_up_at_least_as_tight(void **state)
@@ -154,6 +157,7 @@ static void event_compaction_keeps_scale_up_at_least_as_tight(void **state)
         assert_true(mem.nevents <= MS_ENGINE_MAX_EVENTS);
     }
     free(events);
+    ms_spec_cleanup(&s);
 }
 
 static void outdated_events_are_reused_as_hpa_does(void **state)
@@ -172,6 +176,7 @@ static void outdated_events_are_reused_as_hpa_does(void **state)
     assert_int_equal(mem.event_change[0], 3);
     ms__memory_store_event(&mem, &s, 30, -5); /* a down event never reuses an up slot */
     assert_int_equal(mem.nevents, 3);
+    ms_spec_cleanup(&s);
 }
 
 static void restored_state_keeps_its_times(void **state)
@@ -187,6 +192,7 @@ static void restored_state_keeps_its_times(void **state)
     /* identical values: one entry carries them all, at the newest time */
     assert_int_equal(ms__stabilize(&mem, &s, 399, 10, 1), 5);
     assert_int_equal(ms__stabilize(&mem, &s, 400, 10, 1), 1);
+    ms_spec_cleanup(&s);
 }
 
 static void memory_is_small(void **state)

@@ -155,8 +155,7 @@ static void run(fixture_t *f, const ms_prom_object_t *objs, size_t n, double max
         f->runner.nroutes = sizeof preset_routes / sizeof preset_routes[0];
     }
     assert_true(n <= 8);
-    assert_int_equal(ms__prom_tick_run_with(f->tick, run_fixtures, &f->runner, objs, n, 1796001800.0,
-                                            f->out),
+    assert_int_equal(ms__prom_tick_run_with(f->tick, run_fixtures, &f->runner, objs, n, f->out),
                      f->runner.fail_batch);
 }
 
