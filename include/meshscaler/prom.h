@@ -173,10 +173,13 @@ typedef struct {
     size_t max_body;          /* per response; 0: 1 MiB */
     /* The circuit breaker: after this many runs in a row in which every query
      * failed in transport (refused, timeout, TLS, dropped), runs send nothing
-     * and report UNAVAILABLE for a backoff (0: 3 runs; 5 s, doubling to 60 s
-     * while probes keep failing), then one run probes again. */
+     * and report UNAVAILABLE for a backoff (0: 3 runs; 5 s, doubling up to
+     * breaker_max_backoff, 0: 60 s, while probes keep failing), then one run
+     * probes again. A caller that runs every P seconds caps it near P: a
+     * longer wait only leaves its objects blind after Prometheus is back. */
     unsigned breaker_runs;
     double breaker_backoff;
+    double breaker_max_backoff;
 } ms_prom_options_t;
 
 typedef struct ms_prom_client ms_prom_client_t;

@@ -114,6 +114,7 @@ typedef struct {
     atomic_int refs;
     double now;                  /* monotonic: the engine's clock for this round */
     double wall;                 /* the wall clock at the same instant */
+    double observed;             /* monotonic: when Prometheus' answers were in */
     size_t n;
     ms__round_entry_t *entries;
     ms_prom_object_t *objs;      /* owned array; its strings point into entries */
@@ -313,6 +314,7 @@ typedef struct {
     int client_requests; /* counter {verb}: every request of the client (informers, lease too) */
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
     int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
+    int stale_observations; /* counter: syncs observed again, their round's answers too old */
     int events_dropped;  /* counter: events the full queue or an invalid lease dropped */
     /* Per object, removed with it: */
     int metric_value;    /* gauge {namespace, name, metric}: effective value */

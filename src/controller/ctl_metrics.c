@@ -106,6 +106,11 @@ void ms__metrics_declare(ms_controller_t *c)
                                          "How long after its due time an object's round began "
                                          "(a sync later than its period missed it).",
                                          NULL, 0, lateness_buckets, 9);
+    f->stale_observations = ms_metrics_family(
+        m, MS_METRIC_COUNTER, "meshscaler_stale_observations_total",
+        "Syncs that reached a worker after their observation was a sync period old (at least "
+        "5 s): not decided, observed again in the next round.",
+        NULL, 0, NULL, 0);
     f->writes_dropped = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_writes_dropped_total",
                                           "Writes not sent because the lease was not valid long "
                                           "enough, by kind (scale, status, event).",

@@ -272,8 +272,27 @@ static double retry_time(unsigned failures, double period, double now)
     return (floor(now / d) + 1) * d;
 }
 
+/* A worker that reaches an object this long after its round observed it
+ * (a burst of writes queued behind one round: a new leader, the end of an
+ * outage, a slow API server) may act against what the metrics say by now;
+ * the object is observed again instead. */
+#define OBSERVATION_MAX_AGE_FLOOR 5.0
+
+static bool observation_stale(const ms_controller_t *c, const ms__item_t *it, double now)
+{
+    const ms__spec_ref_t *spec = it->entry->spec;
+    double limit = spec != NULL && spec->ok && spec->spec.sync_period_seconds > 0
+                       ? spec->spec.sync_period_seconds
+                       : c->cfg.sync_period;
+
+    if (limit < OBSERVATION_MAX_AGE_FLOOR)
+        limit = OBSERVATION_MAX_AGE_FLOOR;
+    return it->entry->stage == MS__ENTRY_OBSERVED && now - it->round->observed > limit;
+}
+
 void ms__sync_key(ms_controller_t *c, const char *key)
 {
+    bool stale;
     ms__item_t it = {0};
     ms__round_t *round;
     ms__object_t *o;
@@ -296,7 +315,10 @@ void ms__sync_key(ms_controller_t *c, const char *key)
     it.started = ms_clock_monotonic();
     it.now = round->now;
     it.wall = round->wall;
-    if (ms__controller_may_act(c) && load(c, &it)) {
+    stale = observation_stale(c, &it, it.started);
+    if (stale)
+        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
+    else if (ms__controller_may_act(c) && load(c, &it)) {
         if (it.stage == MS__ENTRY_OBSERVED)
             decide_and_apply(c, &it);
         ms__report(c, &it);
@@ -305,7 +327,9 @@ void ms__sync_key(ms_controller_t *c, const char *key)
 
     pthread_mutex_lock(&c->objects.lock);
     o->busy = false;
-    if (it.transient) {
+    if (stale) {
+        o->due = 0; /* the next round observes it again */
+    } else if (it.transient) {
         double period = it.spec != NULL && it.spec->sync_period_seconds > 0 ? it.spec->sync_period_seconds
                                                                             : c->cfg.sync_period;
         double retry = retry_time(o->failures++, period, ms_clock_monotonic());

@@ -472,6 +472,7 @@ static void observe(ms_controller_t *c, ms__round_t *r)
     if (err != MS_OK)
         MS_LOG_WARN("prometheus tick failed", MS_S("error", ms_strerror(err)));
     r->tick_ok = err == MS_OK;
+    r->observed = ms_clock_monotonic();
 }
 
 /* ---- one round ---- */
@@ -507,6 +508,7 @@ static void run_round(ms_controller_t *c, due_t *due, double now, double wall)
     atomic_init(&r->refs, 1);
     r->now = now;
     r->wall = wall;
+    r->observed = now;
     r->n = due->n;
     r->entries = ms_xcalloc(due->n, sizeof *r->entries);
     for (size_t i = 0; i < due->n; i++)

@@ -203,10 +203,16 @@ static void error_from_transport(ms_kube_client_t *c, ms_kube_error_t *kerr,
 {
     kerr->status = 0;
     kerr->reason[0] = '\0';
-    if (resp->err == MS_ERR_TLS)
+    /* Only a certificate the client could not verify is the CA's business; a
+     * handshake cut off by the network (a reset, a proxy) is not. */
+    if (resp->err == MS_ERR_TLS && (strstr(resp->error, "certificate") != NULL ||
+                                    strstr(resp->error, "verif") != NULL))
         kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TLS,
                             "TLS with %s failed (check the certificate-authority of %s): %s",
                             c->server, c->source, resp->error);
+    else if (resp->err == MS_ERR_TLS)
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TLS,
+                            "TLS with %s failed: %s", c->server, resp->error);
     else
         kerr->err = ms_errf(kerr->message, sizeof kerr->message, resp->err, "%s", resp->error);
 }

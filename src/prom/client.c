@@ -54,6 +54,7 @@ struct ms_prom_client {
     /* The circuit breaker (guarded by lock). */
     unsigned breaker_runs;
     double breaker_backoff;
+    double breaker_max_backoff;
     unsigned breaker_failed_runs;
     double breaker_wait;       /* the current backoff; 0: closed */
     double breaker_open_until; /* monotonic */
@@ -200,6 +201,9 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     c->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
     c->breaker_runs = o->breaker_runs ? o->breaker_runs : DEFAULT_BREAKER_RUNS;
     c->breaker_backoff = o->breaker_backoff > 0 ? o->breaker_backoff : DEFAULT_BREAKER_BACKOFF;
+    c->breaker_max_backoff = o->breaker_max_backoff > 0 ? o->breaker_max_backoff : BREAKER_MAX_BACKOFF;
+    if (c->breaker_max_backoff < c->breaker_backoff)
+        c->breaker_max_backoff = c->breaker_backoff;
     return c;
 }
 
@@ -458,8 +462,8 @@ static void breaker_record(ms_prom_client_t *c, bool failed, double now)
         c->breaker_wait = 0;
     } else if (++c->breaker_failed_runs >= c->breaker_runs) {
         c->breaker_wait = c->breaker_wait > 0 ? c->breaker_wait * 2 : c->breaker_backoff;
-        if (c->breaker_wait > BREAKER_MAX_BACKOFF)
-            c->breaker_wait = BREAKER_MAX_BACKOFF;
+        if (c->breaker_wait > c->breaker_max_backoff)
+            c->breaker_wait = c->breaker_max_backoff;
         c->breaker_open_until = now + c->breaker_wait;
         c->stats.opened++;
         MS_LOG_WARN("prometheus circuit breaker open", MS_I("failed_runs", c->breaker_failed_runs),

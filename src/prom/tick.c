@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/prom_sources.h"
 #include "meshscaler/strmap.h"
@@ -471,13 +471,6 @@ static void fill_object(const ms_prom_tick_t *t, const ms_prom_object_t *o, cons
     fill_user(t, plan[SLOT_RETRY], &obs->retry_share, &out->retry_share);
 }
 
-static double mono_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 typedef struct {
     ms_prom_client_t *client;
     const ms_prom_run_options_t *bounds;
@@ -594,7 +587,7 @@ ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void 
                                 const ms_prom_object_t *objs, size_t n,
                                 ms_prom_object_obs_t *out)
 {
-    double started = mono_seconds();
+    double started = ms_clock_monotonic();
     ms_err_t err;
 
     reset(t);
@@ -619,7 +612,7 @@ ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void 
         fill_object(t, &objs[i], t->plan + i * NSLOTS, &out[i]);
     t->ncontainers = 0; /* the names were borrowed from the specs and objects */
     t->nnamespaces = 0;
-    t->stats.seconds = mono_seconds() - started;
+    t->stats.seconds = ms_clock_monotonic() - started;
     return err;
 }
 
