@@ -185,6 +185,9 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
 ms_err_t ms_kube_informer_start(ms_kube_informer_t *inf);
 /* Wait until the first list is in the cache; false on timeout. */
 bool ms_kube_informer_wait_synced(ms_kube_informer_t *inf, double timeout_seconds);
+/* Ask the informer's thread to stop, without waiting for it (free waits):
+ * stopping several first lets their watches end together. NULL: nothing. */
+void ms_kube_informer_stop(ms_kube_informer_t *inf);
 /* Stop the thread (cancelling the watch), join it, free the cache. NULL does nothing. */
 void ms_kube_informer_free(ms_kube_informer_t *inf);
 

@@ -139,6 +139,8 @@ typedef struct {
     int32_t desired;         /* what the controller aims at (decision's desired after
                                 pausing annotations) */
     const char *message;     /* lastDecision.message; NULL: ms_decision_explain() */
+    const char *missing;     /* why a missing metric is missing, for ScalingActive:
+                                "sidecar: TIMEOUT the round's deadline passed"; NULL: none */
     bool scaled;             /* a scale update was applied in this sync: lastScaleTime = now */
     bool write_failed;       /* an update was tried and refused (problem says why) */
     bool conflict;           /* another autoscaler targets the workload (problem names it) */

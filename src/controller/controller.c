@@ -553,6 +553,12 @@ out:
     ms_kube_elector_free(c->elector);
     c->elector = NULL;
     atomic_store(&c->cancel, true); /* the informers' watches end now */
+    /* Every watch stops at once; each notices within about a second. */
+    ms_kube_informer_stop(c->mas);
+    ms_kube_informer_stop(c->hpa);
+    for (int i = 0; i < 3; i++)
+        ms_kube_informer_stop(c->workloads[i]);
+    ms_kube_informer_stop(c->pods);
     ms_kube_informer_free(c->mas);
     c->mas = NULL;
     ms_kube_informer_free(c->hpa);

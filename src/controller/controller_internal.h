@@ -438,6 +438,7 @@ typedef struct {
     bool write_dropped;          /* the lease was not valid: nothing written, retried soon */
     ms_kube_error_t write_err;
     char explanation[1024];
+    char missing[MS_ERRBUF_SIZE]; /* why the first missing metric is missing, for status */
 } ms__item_t;
 
 /* Observe (time it, count it) one reconcile API call. */

@@ -258,6 +258,15 @@ static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *
     in->decision = &it->d;
     in->desired = it->desired;
     in->message = it->explanation;
+    it->missing[0] = '\0';
+    for (size_t i = 0; it->has_obs && i < it->d.nmetrics && i < it->spec->nmetrics; i++)
+        if (!it->d.metrics[i].value.present) {
+            snprintf(it->missing, sizeof it->missing, "%s: %s %s", it->spec->metrics[i].name,
+                     ms_prom_reason_name(it->obs.metrics[i].reason),
+                     it->obs.metrics[i].detail ? it->obs.metrics[i].detail : "");
+            in->missing = it->missing;
+            break;
+        }
     in->scaled = it->applied;
     in->write_failed = it->write_failed;
     in->conflict = it->conflict;

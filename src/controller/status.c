@@ -247,9 +247,12 @@ static void able_to_scale(const ms_status_input_t *in, cond_t *c)
         cond(c, MS_CR_ABLE_READY, NULL);
 }
 
-static void scaling_active(const ms_decision_t *d, cond_t *c)
+static void scaling_active(const ms_decision_t *d, const char *missing, cond_t *c)
 {
     bool all_missing = d->nmetrics > 0 && d->metrics_missing == d->nmetrics;
+    /* HPA's FailedGetMetrics names the error; so does this one. */
+    const char *sep = missing != NULL && missing[0] ? " (" : "";
+    const char *end = sep[0] ? ")" : "";
 
     if (d->reason == MS_REASON_ScalingDisabled)
         cond(c, MS_CR_ACTIVE_DISABLED, NULL);
@@ -258,11 +261,11 @@ static void scaling_active(const ms_decision_t *d, cond_t *c)
              "every metric missing for %u consecutive syncs, the fallback of %d replicas applies",
              d->failures, (int)d->recommendation);
     else if (all_missing || d->reason == MS_REASON_MetricsUnavailable)
-        cond(c, MS_CR_ACTIVE_FAILED_METRICS, "%zu of %zu metrics missing", d->metrics_missing,
-             d->nmetrics);
+        cond(c, MS_CR_ACTIVE_FAILED_METRICS, "%zu of %zu metrics missing%s%s%s",
+             d->metrics_missing, d->nmetrics, sep, sep[0] ? missing : "", end);
     else if (d->metrics_missing > 0)
-        cond(c, MS_CR_ACTIVE_VALID, "%zu of %zu metrics missing", d->metrics_missing,
-             d->nmetrics);
+        cond(c, MS_CR_ACTIVE_VALID, "%zu of %zu metrics missing%s%s%s", d->metrics_missing,
+             d->nmetrics, sep, sep[0] ? missing : "", end);
     else
         cond(c, MS_CR_ACTIVE_VALID, NULL);
 }
@@ -500,7 +503,7 @@ static void decided_conditions(const ms_status_input_t *in, cond_t conds[MS_COND
 
     memset(conds, 0, MS_COND__COUNT * sizeof *conds);
     able_to_scale(in, &conds[MS_COND_AbleToScale]);
-    scaling_active(d, &conds[MS_COND_ScalingActive]);
+    scaling_active(d, in->missing, &conds[MS_COND_ScalingActive]);
     scaling_limited(spec, d, &conds[MS_COND_ScalingLimited]);
     downstream_limited(spec, d, &conds[MS_COND_DownstreamLimited]);
     retry_storm(spec, d, &conds[MS_COND_RetryStorm]);

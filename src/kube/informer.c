@@ -755,6 +755,12 @@ bool ms_kube_informer_wait_synced(ms_kube_informer_t *inf, double timeout_second
     return synced;
 }
 
+void ms_kube_informer_stop(ms_kube_informer_t *inf)
+{
+    if (inf != NULL)
+        atomic_store(&inf->stop, true);
+}
+
 void ms_kube_informer_free(ms_kube_informer_t *inf)
 {
     if (inf == NULL)

@@ -379,10 +379,12 @@ static void fail_all(ms_prom_query_t *qs, size_t n, ms_prom_reason_t reason, con
 typedef struct {
     ms_prom_client_t *client;
     ms_prom_query_t *query;
-    size_t *total;            /* bytes of the run so far */
+    ms_http_response_t *resp; /* its body is filled by on_chunk */
+    size_t *total;            /* bytes of the run so far, charged as they arrive */
     size_t max_total;
     atomic_bool *over_budget; /* set when total passes max_total: the rest stops */
     bool sent;
+    bool too_large; /* on_chunk stopped it at the answer's cap */
 } pending_query_t;
 
 /* The cap one answer is read under: the client's, or its query's own when
@@ -407,22 +409,45 @@ static void name_the_cap(const pending_query_t *p, const ms_http_response_t *res
                 resp->body.max);
 }
 
+/* The body as it arrives (the batch's one thread calls every sink): into
+ * the response under the answer's cap, and charged to the run's budget at
+ * once, so the answers in flight together never hold more than the budget
+ * plus one chunk each. Non-zero stops the transfer. */
+static int on_chunk(void *ctx, const char *data, size_t len)
+{
+    pending_query_t *p = ctx;
+
+    if (atomic_load(p->over_budget))
+        return 1;
+    *p->total += len;
+    if (p->max_total > 0 && *p->total > p->max_total) {
+        atomic_store(p->over_budget, true);
+        return 1;
+    }
+    if (ms_buf_append(&p->resp->body, data, len) != MS_OK) {
+        p->too_large = true;
+        return 1;
+    }
+    return 0;
+}
+
 static void on_answer(void *ctx, ms_http_response_t *resp)
 {
     pending_query_t *p = ctx;
 
-    *p->total += resp->body.len;
-    if (p->max_total > 0 && *p->total > p->max_total) {
-        atomic_store(p->over_budget, true);
+    if (p->too_large) {
+        ms_prom_result_cleanup(&p->query->result);
+        p->query->result.reason = MS_PROM_TOO_LARGE;
+        p->query->result.http_status = resp->status;
+        snprintf(resp->error, sizeof resp->error, "POST %s: response body exceeds its size limit",
+                 p->query->range ? p->client->range_url : p->client->query_url);
+        name_the_cap(p, resp);
+    } else if (atomic_load(p->over_budget) && resp->err == MS_ERR_CANCELLED) {
         ms_prom_result_cleanup(&p->query->result);
         p->query->result.reason = MS_PROM_TOO_LARGE;
         ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
-                "the round's answers passed %zu bytes (raise --prometheus-max-round-bytes)",
+                "not read: the round's answers passed %zu bytes (raise --prometheus-max-round-bytes)",
                 p->max_total);
-    } else if (atomic_load(p->over_budget) && resp->err == MS_ERR_CANCELLED) {
-        p->query->result.reason = MS_PROM_TOO_LARGE;
-        ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
-                "not read: the round's answers had passed %zu bytes", p->max_total);
     } else {
         ms_prom_decode_response(resp, &p->query->result);
         if (resp->err == MS_ERR_TOOLARGE)
@@ -526,7 +551,8 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
             fail_all(&qs[i], 1, MS_PROM_BAD_QUERY, "the query is too long to send");
             continue; /* the others still run */
         }
-        pend[i] = (pending_query_t){c, &qs[i], &total, o->max_total_bytes, &over_budget, true};
+        pend[i] = (pending_query_t){c, &qs[i], &resps[i], &total, o->max_total_bytes, &over_budget,
+                                    true, false};
         reqs[i] = (ms_http_request_t){.method = "POST",
                                       .url = qs[i].range ? c->range_url : c->query_url,
                                       .headers = hdrs,
@@ -535,6 +561,8 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
                                       .body_len = bodies[i].len,
                                       .timeout_ms = c->timeout_ms,
                                       .cancel = &over_budget,
+                                      .sink = on_chunk,
+                                      .sink_ctx = &pend[i],
                                       .on_done = on_answer,
                                       .done_ctx = &pend[i]};
         if ((err = ms_http_batch_add(batch, &reqs[i], &resps[i])) != MS_OK)

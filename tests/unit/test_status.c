@@ -414,6 +414,15 @@ static void test_scaling_active_reasons(void **state)
     assert_string_equal(str(get(st, "lastDecision"), "reason"), "MetricsUnavailable");
     cJSON_Delete(st);
 
+    /* Why a metric is missing, when the caller knows: named as HPA names it. */
+    input(&in, NULL, &spec, &d, T0);
+    in.missing = "sidecar: TIMEOUT the round's deadline passed";
+    st = build(&in, &changed);
+    assert_string_equal(str(condition(st, "ScalingActive"), "message"),
+                        "metrics are missing, so the replica count is held and never lowered: "
+                        "2 of 2 metrics missing (sidecar: TIMEOUT the round's deadline passed)");
+    cJSON_Delete(st);
+
     /* One missing and the other asks for fewer: MetricsUnavailable too. */
     decide(&spec, &mem, 1015, 4, 10, NAN, &d);
     input(&in, NULL, &spec, &d, T0);

@@ -29,7 +29,7 @@ for t in "$here"/t_*.sh; do
   source "$t"
 done
 
-ALL_TESTS=(scaling dryrun invalid leader pause latency failover timestep)
+ALL_TESTS=(scaling dryrun invalid leader pause latency failover timestep promfaults)
 tests=("$@")
 [[ ${#tests[@]} -gt 0 ]] || tests=("${ALL_TESTS[@]}")
 

@@ -590,24 +590,30 @@ static void test_query_cap(void **state)
     ms_prom_options_t small = {.url = env("MS_IT_PROM_URL"), .max_body = 64};
     ms_prom_options_t plain = {.url = env("MS_IT_PROM_URL")};
     ms_prom_client_t *c = client_with(&small), *d = client_with(&plain);
-    ms_prom_query_t q[2] = {{.query = "up", .max_bytes = 1u << 20},
-                            {.query = "up", .max_bytes = 48}};
+    ms_prom_query_t q[3] = {{.query = "up", .max_bytes = 1u << 20},
+                            {.query = "up", .max_bytes = 48},
+                            {.query = "up", .max_bytes = 100}};
     (void)state;
 
-    ms_prom_result_init(&q[0].result);
-    ms_prom_result_init(&q[1].result);
+    for (int i = 0; i < 3; i++)
+        ms_prom_result_init(&q[i].result);
+    /* A query's cap raises the client's (a preset's grows with its objects)... */
     assert_int_equal(ms_prom_run(c, &q[0], 1), MS_OK);
     if (q[0].result.reason != MS_PROM_OK)
         fail_msg("a 1 MiB query cap over a 64-byte client cap: %s (%s)",
                  ms_prom_reason_name(q[0].result.reason), q[0].result.message);
     assert_true(q[0].result.nseries > 0);
+    /* ...never lowers it: the operator's --prometheus-max-response-bytes holds. */
     assert_int_equal(ms_prom_run(d, &q[1], 1), MS_OK);
-    assert_int_equal(q[1].result.reason, MS_PROM_TOO_LARGE);
-    printf("  %s\n", q[1].result.message);
-    assert_non_null(strstr(q[1].result.message, "48 bytes"));
-    assert_non_null(strstr(q[1].result.message, "this query's cap"));
-    ms_prom_result_cleanup(&q[0].result);
-    ms_prom_result_cleanup(&q[1].result);
+    assert_int_equal(q[1].result.reason, MS_PROM_OK);
+    /* Past its own raised cap an answer is refused, and the message says whose cap. */
+    assert_int_equal(ms_prom_run(c, &q[2], 1), MS_OK);
+    assert_int_equal(q[2].result.reason, MS_PROM_TOO_LARGE);
+    printf("  %s\n", q[2].result.message);
+    assert_non_null(strstr(q[2].result.message, "100 bytes"));
+    assert_non_null(strstr(q[2].result.message, "this query's cap"));
+    for (int i = 0; i < 3; i++)
+        ms_prom_result_cleanup(&q[i].result);
     ms_prom_client_free(c);
     ms_prom_client_free(d);
 }
