@@ -22,5 +22,10 @@ char *ms_xstrndup(const char *s, size_t n);
 void *ms_xgrow(void *p, size_t *cap, size_t need, size_t size);
 /* A new string from a printf format. */
 char *ms_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Give the free pages inside the heap back to the kernel (glibc's
+ * malloc_trim; elsewhere nothing): after a burst (10,000 queued status
+ * patches drained) the holes stay resident otherwise. Costs a walk of the
+ * free lists: call it seldom. */
+void ms_heap_trim(void);
 
 #endif

@@ -26,6 +26,8 @@
 #define MAX_SLEEP 1.0
 /* Kicks that come in a burst (a rollout touching many objects) share a round. */
 #define KICK_COALESCE 0.05
+/* How often the round thread returns the heap's free pages to the kernel. */
+#define TRIM_EVERY 60.0
 
 ms__round_t *ms__round_retain(ms__round_t *r)
 {
@@ -525,7 +527,7 @@ void *ms__round_main(void *arg)
 {
     ms_controller_t *c = arg;
     due_t due = {0};
-    double next = 0;
+    double next = 0, trimmed = ms_clock_monotonic();
 
     while (wait_for_work(c, next)) {
         double now = ms_clock_monotonic(), wall = ms_clock_wall();
@@ -539,6 +541,10 @@ void *ms__round_main(void *arg)
         collect(c, now, acting, all_due, &due);
         if (due.n > 0)
             run_round(c, &due, now, wall);
+        if (now - trimmed > TRIM_EVERY) {
+            ms_heap_trim();
+            trimmed = now;
+        }
         next = due.n > 0 ? now : due.next;
     }
     free(due.keys);

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__ /* defined by the headers above */
+#include <malloc.h>
+#endif
 
 #include "meshscaler/log.h"
 #include "meshscaler/xalloc.h"
@@ -66,4 +69,11 @@ char *ms_xasprintf(const char *fmt, ...)
     vsnprintf(out, (size_t)n + 1, fmt, ap);
     va_end(ap);
     return out;
+}
+
+void ms_heap_trim(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
