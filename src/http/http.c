@@ -639,7 +639,9 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
     ms_err_t err = MS_OK;
 
     while (done < b->n) {
-        int still, queued, wait_ms = 1000;
+        /* With a stop flag, look at it ten times a second: shutdown must
+         * not wait for a hung server's next byte (or a second's poll). */
+        int still, queued, wait_ms = stop != NULL ? 100 : 1000;
         CURLMsg *msg;
 
         if (stop != NULL && atomic_load(stop)) {
