@@ -16,6 +16,9 @@
 #                   clients, the controller, the image (Docker) and the chart
 #                   installed in-cluster: every tests/integration/*/run.sh
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
+# Under CI=true nothing may be skipped: a suite in MS_SKIP, a ctest test that
+# skips, or an integration runner that exits 77 fails the run instead. The
+# summary counts skipped suites and tests either way.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,15 +26,37 @@ cd "$root"
 jobs="$(nproc 2>/dev/null || echo 2)"
 passed=0
 failed=0
+skipped=0
 failed_names=()
+skip_log="$(mktemp)" # one line per skipped test (suites run in subshells too)
+trap 'rm -f "$skip_log"' EXIT
+strict=0
+[[ "${CI:-}" == true ]] && strict=1
 
 skip() { [[ " ${MS_SKIP:-} " == *" $1 "* ]]; }
+
+# skipped_here WHAT : count a skip; under CI=true it is a failure (returns 1).
+skipped_here() {
+  echo "$1" >>"$skip_log"
+  if [[ $strict == 1 ]]; then
+    echo "FAIL $1 skipped, and nothing may skip under CI=true"
+    return 1
+  fi
+  echo "SKIP $1"
+}
 
 suite() {
   local name="$1"
   shift
   if skip "$name"; then
-    echo "=== $name: skipped (MS_SKIP)"
+    if [[ $strict == 1 ]]; then
+      failed=$((failed + 1))
+      failed_names+=("$name")
+      echo "=== $name: FAILED: in MS_SKIP, and nothing may skip under CI=true"
+    else
+      skipped=$((skipped + 1))
+      echo "=== $name: skipped (MS_SKIP)"
+    fi
     return
   fi
   echo "=== $name"
@@ -56,8 +81,16 @@ build() { # build DIR TYPE [cmake args...]
 unit_and_scenarios() {
   build build-san Sanitize || return 1
   # halt_on_error keeps the first report readable; any report fails ctest.
+  # The integration tests need servers: the integration suite runs them.
+  local log rc n
+  log="$(mktemp)"
   ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-san --output-on-failure -j "$jobs" 2>&1
+    ctest --test-dir build-san --output-on-failure -j "$jobs" -L 'unit|scenario' 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  n="$(grep -cE '\*\*\*Skipped|\(Skipped\)|Not Run' "$log")"
+  rm -f "$log"
+  for ((; n > 0; n--)); do skipped_here "a ctest test (see above)" || rc=1; done
+  return "$rc"
 }
 
 under_valgrind() {
@@ -111,7 +144,12 @@ integration() (
   rc=0
   for runner in tests/integration/*/run.sh; do
     echo "--- $runner"
-    bash "$runner" || rc=1
+    bash "$runner"
+    case $? in
+      0) ;;
+      77) skipped_here "$runner" || rc=1 ;;
+      *) rc=1 ;;
+    esac
   done
   e2e/local down >/dev/null || rc=1
   exit $rc
@@ -130,5 +168,5 @@ echo
 if [[ $failed -gt 0 ]]; then
   echo "failed suites: ${failed_names[*]}"
 fi
-echo "suites: $passed passed, $failed failed"
+echo "suites: $passed passed, $failed failed, $skipped skipped; tests skipped: $(wc -l <"$skip_log")"
 [[ $failed -eq 0 ]]

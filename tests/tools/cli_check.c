@@ -1,11 +1,25 @@
 /*
  * cli_check.c - runs `meshscaler decide -f SCENARIO` and checks the result.
  *
- *   cli_check match   MESHSCALER SCENARIO EXPECTED.jsonl
- *       exit 0, and each output line has every field of the matching
- *       expected line (numbers equal within 1e-9, objects compared by their
- *       expected keys); as many lines as expected.
- *   cli_check invalid MESHSCALER SCENARIO EXPECTED.err
+ *   cli_check match        MESHSCALER SCENARIO EXPECTED.jsonl
+ *       exit 0, as many output lines as expected lines, and each output line
+ *       equals its expected line (numbers within 1e-9 relative, strings,
+ *       booleans and null exactly, arrays item by item with equal lengths).
+ *       Strict: every top-level key of the output must be in the expected
+ *       line, unless the expected line lists it in "ignore"
+ *       ("ignore": ["message"] - a list of top-level output key names; the
+ *       "ignore" key itself is never compared). A key the output has and the
+ *       expected line neither gives nor ignores fails the line, naming the key.
+ *       Nested values: "metrics", "downstream" and "state" are compared
+ *       exactly at every depth (no key or array item in the output that the
+ *       expected value lacks); any other nested object (none today) is
+ *       compared by its expected keys only.
+ *   cli_check match-subset MESHSCALER SCENARIO EXPECTED.jsonl
+ *       the lenient check, for scenarios written by others with only some of
+ *       the keys (../shared/scenarios): each output line has every field of
+ *       its expected line, objects compared by their expected keys at every
+ *       depth; output keys the expected line does not give are not checked.
+ *   cli_check invalid      MESHSCALER SCENARIO EXPECTED.err
  *       exit 2, nothing on stdout, one line on stderr containing the text of
  *       EXPECTED.err.
  *
@@ -90,8 +104,11 @@ static int run(const char *bin, const char *scenario, char **out, char **err)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Does actual have every field of expected, with equal values? */
-static int subset(const cJSON *expected, const cJSON *actual, char *path, size_t pathlen)
+/* Does actual have every field of expected, with equal values? With exact,
+ * also no object key that expected lacks, at every depth (array lengths are
+ * always compared). */
+static int compare(const cJSON *expected, const cJSON *actual, int exact, char *path,
+                   size_t pathlen)
 {
     if (cJSON_IsObject(expected)) {
         const cJSON *e;
@@ -103,10 +120,21 @@ static int subset(const cJSON *expected, const cJSON *actual, char *path, size_t
             size_t len = strlen(path);
             int ok;
             snprintf(path + len, pathlen - len, ".%s", e->string);
-            ok = subset(e, cJSON_GetObjectItemCaseSensitive(actual, e->string), path, pathlen);
+            ok = compare(e, cJSON_GetObjectItemCaseSensitive(actual, e->string), exact, path,
+                         pathlen);
             path[len] = '\0';
             if (!ok)
                 return 0;
+        }
+        if (exact) {
+            const cJSON *a;
+            cJSON_ArrayForEach(a, actual) {
+                if (cJSON_GetObjectItemCaseSensitive(expected, a->string) == NULL) {
+                    printf("  %s: the output has key \"%s\" that the expected value lacks\n",
+                           path[0] ? path : ".", a->string);
+                    return 0;
+                }
+            }
         }
         return 1;
     }
@@ -151,7 +179,8 @@ static int subset(const cJSON *expected, const cJSON *actual, char *path, size_t
             size_t len = strlen(path);
             int ok;
             snprintf(path + len, pathlen - len, "[%d]", i);
-            ok = subset(cJSON_GetArrayItem(expected, i), cJSON_GetArrayItem(actual, i), path, pathlen);
+            ok = compare(cJSON_GetArrayItem(expected, i), cJSON_GetArrayItem(actual, i), exact, path,
+                         pathlen);
             path[len] = '\0';
             if (!ok)
                 return 0;
@@ -161,7 +190,80 @@ static int subset(const cJSON *expected, const cJSON *actual, char *path, size_t
     return 1;
 }
 
-static int check_match(const char *bin, const char *scenario, const char *expected_path)
+/* Top-level output keys compared exactly at every depth in strict mode. */
+static const char *const exact_keys[] = {"metrics", "downstream", "state"};
+
+static int is_exact_key(const char *key)
+{
+    for (size_t i = 0; i < sizeof exact_keys / sizeof exact_keys[0]; i++)
+        if (strcmp(key, exact_keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Is key listed in the expected line's "ignore" array? */
+static int ignored(const cJSON *ignore, const char *key)
+{
+    const cJSON *k;
+
+    cJSON_ArrayForEach(k, ignore)
+        if (cJSON_IsString(k) && strcmp(k->valuestring, key) == 0)
+            return 1;
+    return 0;
+}
+
+/* One output line against its expected line. strict: see the header. */
+static int check_line(const cJSON *e, const cJSON *a, int strict, const char *scenario, int line)
+{
+    const cJSON *ignore = cJSON_GetObjectItemCaseSensitive(e, "ignore"), *item;
+    char path[512];
+    char unchecked[1024] = "";
+    int ok = 1;
+
+    if (!cJSON_IsObject(e) || !cJSON_IsObject(a)) {
+        printf("FAIL %s: line %d: %s is not a JSON object\n", scenario, line,
+               cJSON_IsObject(e) ? "the output" : "the expected line");
+        return 0;
+    }
+    if (ignore != NULL) {
+        int good = cJSON_IsArray(ignore);
+        cJSON_ArrayForEach(item, ignore)
+            good = good && cJSON_IsString(item);
+        if (!good) {
+            printf("FAIL %s: expected line %d: \"ignore\" must be a list of key names\n",
+                   scenario, line);
+            return 0;
+        }
+    }
+    cJSON_ArrayForEach(item, e) {
+        if (strcmp(item->string, "ignore") == 0 || ignored(ignore, item->string))
+            continue;
+        snprintf(path, sizeof path, "%s", item->string);
+        if (!compare(item, cJSON_GetObjectItemCaseSensitive(a, item->string),
+                     strict && is_exact_key(item->string), path, sizeof path))
+            ok = 0;
+    }
+    if (strict) {
+        cJSON_ArrayForEach(item, a) {
+            size_t len = strlen(unchecked);
+            if (cJSON_GetObjectItemCaseSensitive(e, item->string) != NULL ||
+                ignored(ignore, item->string))
+                continue;
+            snprintf(unchecked + len, sizeof unchecked - len, "%s%s", len ? ", " : "",
+                     item->string);
+        }
+        if (unchecked[0] != '\0') {
+            printf("FAIL %s: line %d: output key(s) not checked: %s (give them in the expected "
+                   "line, or list them in its \"ignore\")\n",
+                   scenario, line, unchecked);
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+static int check_match(const char *bin, const char *scenario, const char *expected_path,
+                       int strict)
 {
     char *out, *err, *expected = read_file(expected_path);
     int rc = run(bin, scenario, &out, &err), line = 0, ok = 1;
@@ -174,7 +276,6 @@ static int check_match(const char *bin, const char *scenario, const char *expect
     for (;;) {
         char *enl, *anl;
         cJSON *e, *a;
-        char path[512] = "";
 
         while (*es == '\n')
             es++;
@@ -197,7 +298,7 @@ static int check_match(const char *bin, const char *scenario, const char *expect
         if (e == NULL || a == NULL) {
             printf("FAIL %s: line %d is not JSON (%s)\n", scenario, line, e ? "output" : "expected");
             ok = 0;
-        } else if (!subset(e, a, path, sizeof path)) {
+        } else if (!check_line(e, a, strict, scenario, line)) {
             printf("FAIL %s: line %d differs\n  got: %s\n", scenario, line, as);
             ok = 0;
         }
@@ -253,12 +354,15 @@ static int check_invalid(const char *bin, const char *scenario, const char *expe
 int main(int argc, char **argv)
 {
     if (argc != 5) {
-        fprintf(stderr, "usage: cli_check match|invalid MESHSCALER SCENARIO EXPECTED\n");
+        fprintf(stderr, "usage: cli_check match|match-subset|invalid MESHSCALER SCENARIO EXPECTED\n");
         return 2;
     }
     if (strcmp(argv[1], "match") == 0)
-        return check_match(argv[2], argv[3], argv[4]);
+        return check_match(argv[2], argv[3], argv[4], 1);
+    if (strcmp(argv[1], "match-subset") == 0)
+        return check_match(argv[2], argv[3], argv[4], 0);
     if (strcmp(argv[1], "invalid") == 0)
         return check_invalid(argv[2], argv[3], argv[4]);
+    fprintf(stderr, "cli_check: unknown mode %s\n", argv[1]);
     return 2;
 }
