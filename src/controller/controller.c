@@ -433,11 +433,13 @@ static void check_liveness(ms_controller_t *c, double now)
     double since = (double)atomic_load(&c->due_since) / 1000.0;
     double progress = (double)atomic_load(&c->progress) / 1000.0;
     bool alive = ms__liveness_ok(since, progress, now, c->cfg.sync_period);
+    bool was_alive = atomic_exchange(&c->alive, alive);
 
-    if (atomic_load(&c->alive) && !alive)
+    /* Stored before the log line: when what wedged the workers is a stalled
+     * stderr, this line blocks too, and /healthz must fail all the same. */
+    if (was_alive && !alive)
         MS_LOG_ERROR("no progress while objects are due: /healthz fails",
                      MS_D("seconds", now - (progress > since ? progress : since)));
-    atomic_store(&c->alive, alive);
 }
 
 static ms_err_t start_workers(ms_controller_t *c, char *errbuf, size_t errlen)

@@ -165,7 +165,7 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
         if (all_due)
             o->due = 0;
         if (o->busy || o->pending != NULL) {
-            waiting = waiting || o->pending != NULL;
+            waiting = true; /* in a worker's hands or queued for one */
             continue;
         }
         if (o->due <= now + 0.001) {
@@ -191,8 +191,9 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
     pthread_mutex_unlock(&c->objects.lock);
     if (ngone == sizeof gone / sizeof gone[0])
         d->next = now; /* more to free */
-    /* Liveness: keys that wait for a worker, or are due while this process
-     * acts, are work in progress; /healthz fails if no progress comes. */
+    /* Liveness: keys a worker holds or that wait for one, or are due while
+     * this process acts, are work in progress; /healthz fails if no progress
+     * comes (a worker stuck for good holds its key busy, not pending). */
     if (!(waiting || (acting && d->n > 0)))
         atomic_store(&c->due_since, 0);
     else if (atomic_load(&c->due_since) == 0)
