@@ -68,13 +68,15 @@ typedef enum {
 ms_err_t ms_kube_watch_decode(const char *line, size_t len, ms_kube_event_type_t *type,
                               cJSON **object, char *errbuf, size_t errlen);
 
-/* Called for every listed item; item is borrowed (detach it to keep it). */
+/* Called for every listed item; item is borrowed (detach it to keep it).
+ * item NULL: the list starts over, forget the items given so far. */
 typedef ms_err_t (*ms_kube_item_fn)(void *ctx, cJSON *item);
 
 /* List path (a collection) in pages of limit items (0: 500), calling fn per
  * item; rv[rvcap] receives the list's resourceVersion. A continue token that
- * expired mid-list restarts the list once. Returns the first error of the
- * requests or of fn. */
+ * expired mid-list restarts the list once, after fn(ctx, NULL): the pages
+ * already read are of an older snapshot, and an object deleted since would
+ * otherwise stay. Returns the first error of the requests or of fn. */
 ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector,
                       long limit, ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap,
                       unsigned long *pages, ms_kube_error_t *kerr);

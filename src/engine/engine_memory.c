@@ -89,10 +89,12 @@ static void compact_recommendations(ms_engine_memory_t *mem, const ms_spec_t *sp
 
     while (n > MS_ENGINE_MAX_RECOMMENDATIONS) {
         bool older_in_up = r[0].time > up_cutoff;
-        bool older_in_down = r[0].time > down_cutoff;
+        bool in_down = r[0].time > down_cutoff || r[1].time > down_cutoff;
         int32_t a = r[0].replicas, b = r[1].replicas;
 
-        if (older_in_up && !older_in_down)
+        /* The smaller only when no scale-down window sees either: lowering
+         * an entry the down window covers would bring a scale-down sooner. */
+        if (older_in_up && !in_down)
             r[1].replicas = a < b ? a : b;
         else
             r[1].replicas = a > b ? a : b;

@@ -417,6 +417,11 @@ static ms_err_t on_item(void *ctx, cJSON *item)
     char key[KEY_MAX];
     cJSON *copy;
 
+    if (item == NULL) { /* the list starts over */
+        map_free(&l->fresh);
+        map_init(&l->fresh);
+        return MS_OK;
+    }
     if (!ms_kube_object_key(item, key, sizeof key))
         return MS_ERR_PARSE;
     copy = cJSON_Duplicate(item, true);

@@ -161,6 +161,11 @@ ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_s
             free(cont);
             cont = NULL;
             restarted = true;
+            if ((err = fn(ctx, NULL)) != MS_OK) {
+                kerr->err = ms_errf(kerr->message, sizeof kerr->message, err,
+                                    "list %s: restart refused", path);
+                break;
+            }
             continue;
         }
         if (err != MS_OK)

@@ -312,6 +312,10 @@ static ms_err_t add_item(void *ctx, cJSON *item)
     listing_t *l = ctx;
     const cJSON *rv = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "metadata"), "resourceVersion");
 
+    if (item == NULL) { /* the list starts over */
+        l->n = 0;
+        return MS_OK;
+    }
     if (l->n == MAXKEYS)
         return MS_ERR_RANGE;
     ms_kube_object_key(item, l->keys[l->n], sizeof l->keys[0]);
