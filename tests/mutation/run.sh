@@ -1,0 +1,497 @@
+#!/usr/bin/env bash
+# tests/mutation/run.sh - mutation testing of the decision-critical files.
+#
+#   bash tests/mutation/run.sh                       # every default file, every mutant
+#   bash tests/mutation/run.sh src/engine/*.c        # narrow to some files
+#   MUT_SAMPLE=40 bash tests/mutation/run.sh         # 40 mutants per file, for a quick run
+#   MUT_ONLY_SURVIVORS=1 bash tests/mutation/run.sh  # re-run the last run's survivors only
+#
+# Not part of scripts/test.sh: a full run takes hours. What it does:
+#  1. installs universalmutator (PyPI, pinned) into build-mut/venv;
+#  2. copies the working tree (tracked and untracked, not ignored files, with
+#     their mtimes) to build-mut/tree<k>: the repository's src/ is never
+#     mutated in place, and a run works on that snapshot throughout. ../shared/scenarios is linked beside the copy, so the shared
+#     scenarios are run as in a normal build;
+#  3. configures build-mut/build<k> (Debug, Ninja, MS_WERROR=OFF: a mutant that
+#     only draws a warning is still a behaviour change to test; but
+#     -Werror=return-type: a function that falls off its end returns garbage,
+#     not a mutant worth a test), builds the fast tests and checks that they
+#     pass unmutated;
+#  4. generates mutants with universalmutator's C rules (universal.rules,
+#     c.rules, c_like.rules), `--noCheck` (its C handler does not compile;
+#     the build below decides what compiles), keeping its default pruning of
+#     duplicate mutants (no --redundantOK);
+#  5. for each mutant: copies it over the source in the private tree,
+#     rebuilds the library and the test executables (first those of the
+#     file's own tests, then the rest), runs the fast tests
+#        ctest -R '^(unit|scenario|invalid|cli)\.'   (no integration suites)
+#     first the file's own unit tests (test_<dir>*, test_<file>*, and for
+#     src/engine the scenario, invalid and cli tests), stopping at the first
+#     failure, then the others; and classifies it:
+#        killed        a test failed
+#        timeout       the tests ran past MUT_TIMEOUT (or one test past
+#                      MUT_TEST_TIMEOUT): counted as killed
+#        survived      every fast test passed
+#        not-compiled  the build failed: reported apart, neither killed nor alive
+#        stale         (re-runs only) the mutated line is no longer in the source
+#  6. prints one line per survivor (file:line, the line before and after) and
+#     a table of killed/total per file. Results: build-mut/results.tsv.
+#
+# Skipped lines (not mutated), by filtering before universalmutator sees
+# the file: comments are blanked (line numbers kept; universalmutator itself
+# would skip every line that merely contains "/*", code included), and lines
+# of logging statements (MS_LOG_*) and assert(...) calls, continuation lines
+# included, are passed to universalmutator's --ignore. A mutant of the
+# comment-free copy replaces the source: comments do not compile to anything.
+#
+# Environment:
+#   MUT_SAMPLE=N        at most N mutants per file, a fixed random pick (MUT_SEED, default 1)
+#   MUT_JOBS=N          parallel workers, each with its own tree and build (default 1)
+#   MUT_TIMEOUT=S       test time allowed per mutant (default 60)
+#   MUT_TEST_TIMEOUT=S  time allowed per test (default 20)
+#   MUT_NICE=N          niceness of the whole run (default 19)
+#   MUT_BUILD_TYPE=T    CMake build type (default Debug); Sanitize (ASan +
+#                       UBSan) also kills mutants that only read or write out
+#                       of bounds or leak, at about twice the time; use a
+#                       separate MUT_DIR for it
+#   MUT_DIR=DIR         work directory (default <repo>/build-mut)
+#   MUT_ONLY_SURVIVORS=1  re-run only the survivors of the last results.tsv,
+#                       with the same mutants (the old results are kept as
+#                       results.before.tsv); for checking new tests
+#   MUT_RESUME=1        run what the last run's queue still holds (an
+#                       interrupted run), keeping its results
+#   MUT_EXCLUDE=REGEX   leave these ctest tests out (e.g. to measure "before"
+#                       a new test: MUT_EXCLUDE='^unit\.test_engine_mutants$')
+# With MUT_ONLY_SURVIVORS or MUT_RESUME, a file edited since its mutants were
+# made gets each mutant carried over to its current text ("stale", not run,
+# when the mutated line is gone).
+set -euo pipefail
+
+REPO=${MUT_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+OUT=${MUT_DIR:-$REPO/build-mut}
+# Run from a copy: bash reads a script as it goes, and a run outlives edits.
+if [[ -z ${MUT_REPO:-} ]]; then
+  mkdir -p "$OUT"
+  cp "${BASH_SOURCE[0]}" "$OUT/run.sh.running"
+  MUT_REPO=$REPO exec bash "$OUT/run.sh.running" "$@"
+fi
+JOBS=${MUT_JOBS:-1}
+SAMPLE=${MUT_SAMPLE:-0}
+SEED=${MUT_SEED:-1}
+TIMEOUT=${MUT_TIMEOUT:-60}
+TEST_TIMEOUT=${MUT_TEST_TIMEOUT:-20}
+UM_VERSION=1.14.1
+FAST='^(unit|scenario|invalid|cli)\.'
+DEFAULT_FILES=(src/engine/*.c src/prom/decode.c src/prom/tick.c src/controller/status.c
+               src/controller/workqueue.c src/kube/watch.c src/kube/informer.c src/kube/lease.c)
+
+renice -n "${MUT_NICE:-19}" -p $$ >/dev/null 2>&1 || true
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+log() { printf '[mutation] %s\n' "$*" >&2; }
+
+cd "$REPO"
+if (($# > 0)); then FILES=("$@"); else FILES=("${DEFAULT_FILES[@]}"); fi
+for i in "${!FILES[@]}"; do
+  f=${FILES[$i]}
+  case $f in /*) f=${f#"$REPO"/} ;; esac
+  f=${f#./}
+  [[ -f $REPO/$f ]] || { log "no such file: $f"; exit 2; }
+  FILES[$i]=$f
+done
+
+# ---- 1. universalmutator ------------------------------------------------------
+VENV=$OUT/venv
+if ! "$VENV/bin/mutate" --help >/dev/null 2>&1 ||
+   [[ $("$VENV/bin/python" -m pip show universalmutator 2>/dev/null | sed -n 's/^Version: //p') != "$UM_VERSION" ]]; then
+  log "installing universalmutator $UM_VERSION into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q "universalmutator==$UM_VERSION"
+fi
+
+# Helpers in Python: the comment stripper, the mutant index, the test map.
+PYHELP=$OUT/helpers.py
+cat >"$PYHELP" <<'PY'
+import json, os, re, sys
+
+def strip(src_path, dst_path):
+    """Blank comments (keeping every newline) and mark the lines of
+    MS_LOG_* and assert() statements with //MS_MUT_SKIP."""
+    s = open(src_path).read()
+    out, i, n = [], 0, len(s)
+    while i < n:
+        if s.startswith('//', i):
+            j = s.find('\n', i)
+            i = n if j < 0 else j
+        elif s.startswith('/*', i):
+            j = s.find('*/', i + 2)
+            j = n if j < 0 else j + 2
+            nl = s.count('\n', i, j)
+            out.append('\n' * nl if nl else ' ')
+            i = j
+        elif s[i] in '"\'':
+            q, j = s[i], i + 1
+            while j < n and s[j] != q and s[j] != '\n':
+                j += 2 if s[j] == '\\' else 1
+            out.append(s[i:j + 1])
+            i = j + 1
+        else:
+            out.append(s[i])
+            i += 1
+    lines = [l.rstrip() for l in ''.join(out).split('\n')]
+    depth, skipping = 0, False
+    start = re.compile(r'(^|[^\w])(MS_LOG_[A-Z]+|assert)\s*\(')
+    for k, l in enumerate(lines):
+        bare = re.sub(r'"(\\.|[^"\\])*"|\'(\\.|[^\'\\])*\'', '""', l)
+        if not skipping and start.search(bare):
+            skipping, depth = True, 0
+        if skipping:
+            depth += bare.count('(') - bare.count(')')
+            lines[k] = l + ' //MS_MUT_SKIP'
+            if depth <= 0:
+                skipping = False
+    open(dst_path, 'w').write('\n'.join(lines))
+
+def index(orig_path, stripped_path, mutant_dir, rel, out_path):
+    """One line per mutant: id, file, line, the original line, the mutated one."""
+    orig = open(orig_path).read().split('\n')
+    base = open(stripped_path).read().split('\n')
+    rx = re.compile(r'\.mutant\.(\d+)\.c$')
+    rows = []
+    for name in os.listdir(mutant_dir):
+        m = rx.search(name)
+        if not m:
+            continue
+        mut = open(os.path.join(mutant_dir, name)).read().split('\n')
+        k = 0
+        while k < len(base) and k < len(mut) and base[k] == mut[k]:
+            k += 1
+        if len(mut) > len(base) and k > 0:  # break;/continue; inserted after line k
+            k -= 1
+            after = base[k].strip() + ' \u23ce ' + mut[k + 1].strip()
+        else:
+            after = mut[k] if k < len(mut) else ''
+        before = orig[k] if k < len(orig) else ''
+        clean = lambda t: t.replace('\t', ' ').replace(' //MS_MUT_SKIP', '').strip() or '(empty)'
+        rows.append((int(m.group(1)), rel, k + 1, clean(before), clean(after), name))
+    rows.sort()
+    with open(out_path, 'w') as f:
+        for r in rows:
+            f.write('\t'.join(map(str, r)) + '\n')
+
+def rebase(old_path, mutant_path, new_path, out_path):
+    """Carry a mutant of an older (stripped) source over to the current one:
+    its one hunk, with a line of context either side, is looked up in the
+    current source (nearest to where it was). Exit 3 when it is gone."""
+    old = open(old_path).read().split('\n')
+    mut = open(mutant_path).read().split('\n')
+    new = open(new_path).read().split('\n')
+    k = 0
+    while k < len(old) and k < len(mut) and old[k] == mut[k]:
+        k += 1
+    suf = 0
+    while suf < len(old) - k and suf < len(mut) - k and old[-1 - suf] == mut[-1 - suf]:
+        suf += 1
+    lo, a, b = max(k - 1, 0), min(len(old) - suf + 1, len(old)), min(len(mut) - suf + 1, len(mut))
+    want = old[lo:a]
+    hits = [i for i in range(len(new) - len(want) + 1) if new[i:i + len(want)] == want]
+    if not hits:
+        sys.exit(3)
+    i = min(hits, key=lambda h: abs(h - lo))
+    open(out_path, 'w').write('\n'.join(new[:i] + mut[lo:b] + new[i + len(want):]))
+
+def targets(build, include, exclude):
+    """The executables the tests matching include (and not exclude) run."""
+    d = json.load(sys.stdin)
+    b = os.path.realpath(build)
+    inc, exc = re.compile(include), re.compile(exclude) if exclude else None
+    # ninja's executables (an interrupted link may have removed the file)
+    exes = set()
+    for l in open(os.path.join(b, 'targets.txt')):
+        out, _, rule = l.partition(': ')
+        if rule.startswith('C_EXECUTABLE_LINKER'):
+            exes.add(out)
+    t = set()
+    for x in d['tests']:
+        if not inc.search(x['name']) or (exc and exc.search(x['name'])):
+            continue
+        for a in x.get('command', []):
+            r = os.path.relpath(a, b) if a.startswith(b + '/') else None
+            if r in exes:
+                t.add(r)
+    print(' '.join(sorted(t)))
+
+def table(results, title):
+    """killed/total per file; 'total' counts the mutants that compiled."""
+    per = {}
+    for l in open(results):
+        f = l.rstrip('\n').split('\t')
+        if len(f) < 4:
+            continue
+        p = per.setdefault(f[1], {'killed': 0, 'timeout': 0, 'survived': 0, 'not-compiled': 0})
+        p[f[3]] = p.get(f[3], 0) + 1
+    print(title)
+    print('%-28s %7s %7s %8s %8s %12s %7s' % ('file', 'killed', 'total', 'timeout', 'survived', 'not-compiled', 'score'))
+    tot = {'killed': 0, 'timeout': 0, 'survived': 0, 'not-compiled': 0}
+    for name in sorted(per) + ['TOTAL']:
+        p = tot if name == 'TOTAL' else per[name]
+        if name != 'TOTAL':
+            for k in tot:
+                tot[k] += p[k]
+        killed = p['killed'] + p['timeout']
+        total = killed + p['survived']
+        score = '%.1f%%' % (100.0 * killed / total) if total else '-'
+        print('%-28s %7d %7d %8d %8d %12d %7s' % (name, killed, total, p['timeout'], p['survived'], p['not-compiled'], score))
+
+if __name__ == '__main__':
+    cmd = sys.argv[1]
+    if cmd == 'strip': strip(*sys.argv[2:4])
+    elif cmd == 'index': index(*sys.argv[2:7])
+    elif cmd == 'rebase': rebase(*sys.argv[2:6])
+    elif cmd == 'targets': targets(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else '')
+    elif cmd == 'table': table(sys.argv[2], sys.argv[3])
+PY
+py() { "$VENV/bin/python" "$PYHELP" "$@"; }
+
+# ---- 2./3. private trees and builds ---------------------------------------------
+if [[ -d $REPO/../shared && ! -e $OUT/shared ]]; then
+  ln -s "$(cd "$REPO/../shared" && pwd)" "$OUT/shared"
+fi
+
+prepare_worker() { # k
+  local k=$1 tree=$OUT/tree$1 build=$OUT/build$1 t0 t1
+  rm -rf "$tree"
+  mkdir -p "$tree"
+  # tar keeps mtimes: ninja rebuilds only what changed since the last run.
+  (cd "$REPO" && git ls-files -z -co --exclude-standard |
+     while IFS= read -r -d '' f; do [[ -f $f ]] && printf '%s\0' "$f"; done |
+     tar --null --no-recursion -T - -cf -) | tar -xf - -C "$tree"
+  # A run that stopped with a mutant in place left its object behind.
+  if [[ -f $build.dirty ]]; then
+    rm -f "$build/CMakeFiles/meshscaler_core.dir/$(cat "$build.dirty").o"
+    rm -f "$build.dirty"
+  fi
+  cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${MUT_BUILD_TYPE:-Debug}" -DMS_WERROR=OFF \
+    -DCMAKE_C_FLAGS=-Werror=return-type >"$build.log" 2>&1 ||
+    { cat "$build.log" >&2; log "configure failed"; return 1; }
+  # Everything once (ctest names a test's executable only once it exists),
+  # then the map from tests to the executables they run.
+  ninja -C "$build" -j1 >"$build.log" 2>&1 || { tail -30 "$build.log" >&2; log "build failed unmutated"; return 1; }
+  (cd "$build" && ctest --show-only=json-v1 -R "$FAST") >"$build.tests.json"
+  ninja -C "$build" -t targets all >"$build/targets.txt"
+  t0=$(date +%s%N)
+  : >"$build.exclude"
+  if ! (cd "$build" && ctest -R "$FAST" --timeout "$TEST_TIMEOUT") >"$build.baseline.log" 2>&1; then
+    # A test that fails unmutated (someone's work in progress in the tree)
+    # can kill nothing: leave it out, and say so.
+    local failed
+    failed=$(sed -nE 's/^[[:space:]]+[0-9]+ - ([^ ]+) \(.*\)$/\1/p' "$build.baseline.log")
+    if [[ -z $failed ]] || (($(wc -w <<<"$failed") > 3)); then
+      grep -E '\*\*\*|Failed' "$build.baseline.log" >&2 || true
+      log "the fast tests fail without any mutant; fix that first"
+      return 1
+    fi
+    log "WARNING: failing without any mutant, left out of this run: $(echo $failed)"
+    echo "^($(echo $failed | sed 's/ /|/g; s/\./\\./g'))\$" >"$build.exclude"
+  fi
+  t1=$(date +%s%N)
+  log "worker $k: unmutated fast tests pass in $(((t1 - t0) / 1000000)) ms"
+}
+
+for ((k = 0; k < JOBS; k++)); do prepare_worker "$k"; done
+
+# ---- 4. mutants -------------------------------------------------------------------
+MUT=$OUT/mutants
+key_of() { echo "${1//\//_}"; }
+RESULTS=$OUT/results.tsv
+QUEUE=$OUT/queue.tsv
+printf '%s\n' "${FILES[@]}" >"$OUT/files.txt"
+
+# Queue lines of the index for the (file, id) pairs on stdin.
+from_index() {
+  local f key
+  while read -r f; do
+    key=$(key_of "$f")
+    awk -F'\t' -v f="$f" 'NR == FNR {if ($1 == f) want[$2] = 1; next} ($1 in want)' \
+      "$OUT/pairs.tsv" "$MUT/$key/index.tsv"
+  done <"$OUT/files.txt"
+}
+
+if [[ ${MUT_ONLY_SURVIVORS:-0} == 1 || ${MUT_RESUME:-0} == 1 ]]; then
+  [[ -f $RESULTS ]] || { log "no $RESULTS to go on from"; exit 2; }
+  for f in "${FILES[@]}"; do
+    key=$(key_of "$f")
+    [[ -f $MUT/$key/index.tsv ]] || { log "no mutants of $f: run without MUT_RESUME/MUT_ONLY_SURVIVORS"; exit 2; }
+    # Index again (older runs wrote empty lines as empty fields).
+    py index "$MUT/$key/orig.c" "$MUT/$key/$(basename "$f")" "$MUT/$key/m" "$f" "$MUT/$key/index.tsv"
+    # A source edited since its mutants were made: each mutant is carried
+    # over to the current text (or reported stale when its line is gone).
+    py strip "$OUT/tree0/$f" "$MUT/$key/current.c"
+    if cmp -s "$MUT/$key/current.c" "$MUT/$key/$(basename "$f")"; then
+      rm -f "$MUT/$key/rebase"
+    else
+      touch "$MUT/$key/rebase"
+      log "$f changed since its mutants were made: carrying them over"
+    fi
+  done
+  if [[ ${MUT_ONLY_SURVIVORS:-0} == 1 ]]; then
+    cp "$RESULTS" "$OUT/results.before.tsv"
+    awk -F'\t' '$4 == "survived" {print $2 "\t" $1}' "$OUT/results.before.tsv" >"$OUT/pairs.tsv"
+    # Keep every other result; the re-run ones are appended below.
+    awk -F'\t' 'NR == FNR {f[$0] = 1; next} !($4 == "survived" && ($2 in f))' \
+      "$OUT/files.txt" "$OUT/results.before.tsv" >"$RESULTS.new"
+    mv "$RESULTS.new" "$RESULTS"
+  else # resume: what the last queue still holds
+    awk -F'\t' 'NR == FNR {done[$2 "\t" $1] = 1; next} !(($2 "\t" $1) in done) {print $2 "\t" $1}' \
+      "$RESULTS" "$QUEUE" >"$OUT/pairs.tsv"
+  fi
+  from_index >"$QUEUE.new"
+  mv "$QUEUE.new" "$QUEUE"
+else
+  : >"$RESULTS"
+  : >"$QUEUE"
+  for f in "${FILES[@]}"; do
+    key=$(key_of "$f")
+    rm -rf "${MUT:?}/$key"
+    mkdir -p "$MUT/$key/m"
+    printf '%s\n' 'MS_MUT_SKIP' 'MS_LOG_' '(^|[^A-Za-z0-9_])assert\s*\(' >"$MUT/ignore.txt"
+    cp "$OUT/tree0/$f" "$MUT/$key/orig.c"
+    py strip "$MUT/$key/orig.c" "$MUT/$key/$(basename "$f")"
+    (cd "$MUT/$key" && "$VENV/bin/mutate" "$(basename "$f")" c --noCheck \
+       --ignore "$MUT/ignore.txt" --mutantDir m >mutate.log 2>&1) ||
+      { tail "$MUT/$key/mutate.log" >&2; log "mutate failed on $f"; exit 1; }
+    py index "$MUT/$key/orig.c" "$MUT/$key/$(basename "$f")" "$MUT/$key/m" "$f" "$MUT/$key/index.tsv"
+    n=$(wc -l <"$MUT/$key/index.tsv")
+    if ((SAMPLE > 0 && n > SAMPLE)); then
+      shuf -n "$SAMPLE" --random-source=<(yes "$SEED") "$MUT/$key/index.tsv" | sort -n >>"$QUEUE"
+      log "$f: $n mutants, sampling $SAMPLE"
+    else
+      cat "$MUT/$key/index.tsv" >>"$QUEUE"
+      log "$f: $n mutants"
+    fi
+  done
+fi
+log "$(wc -l <"$QUEUE") mutants to run, $JOBS worker(s)"
+
+# ---- 5. run ----------------------------------------------------------------------
+# Tests that most likely kill a mutant of $1 run first (and stop at the
+# first failure); the rest only when those all pass.
+first_tests() {
+  local dir base
+  dir=$(basename "$(dirname "$1")")
+  base=$(basename "$1" .c)
+  case $dir in
+    engine | decide | api) echo "^(unit\\.test_($dir|$base|decide|spec_json)|scenario\\.|invalid\\.|cli\\.)" ;;
+    *) echo "^unit\\.test_($dir|$base)" ;;
+  esac
+}
+
+run_tests() { # build regex exclude budget -> prints status [test]
+  local build=$1 rx=$2 ex=$3 budget=$4 rc out base
+  out=$build.ctest.log
+  base=$(cat "$build.exclude")
+  if [[ -n ${MUT_EXCLUDE:-} ]]; then base=${base:+$base|}$MUT_EXCLUDE; fi
+  if [[ -n $base ]]; then ex="${ex:+($ex)|}($base)"; fi
+  set +e
+  if [[ -n $ex ]]; then
+    (cd "$build" && timeout -k 5 "$budget" ctest -R "$rx" -E "$ex" --stop-on-failure --no-tests=ignore --timeout "$TEST_TIMEOUT") >"$out" 2>&1
+  else
+    (cd "$build" && timeout -k 5 "$budget" ctest -R "$rx" --stop-on-failure --no-tests=ignore --timeout "$TEST_TIMEOUT") >"$out" 2>&1
+  fi
+  rc=$?
+  set -e
+  if ((rc == 0)); then
+    echo pass
+  elif ((rc == 124 || rc == 137)) || grep -q '\*\*\*Timeout' "$out"; then
+    echo "timeout $(grep -m1 -E '\*\*\*Timeout' "$out" | sed -E 's/.*#[0-9]+: ([^ ]+) .*/\1/')"
+  else
+    echo "killed $(grep -m1 -E '\*\*\*|Failed|Exception' "$out" | sed -E 's/.*#[0-9]+: ([^ ]+) .*/\1/')"
+  fi
+}
+
+worker() { # k
+  local k=$1 tree=$OUT/tree$1 build=$OUT/build$1 n=0
+  local id rel line before after name key status killer t0 t1 used first targets1 targets2 res rc
+  local prev_rel=
+  while IFS=$'\t' read -r id rel line before after name; do
+    n=$((n + 1))
+    ((n % JOBS == k)) || continue
+    key=$(key_of "$rel")
+    if [[ $rel != "$prev_rel" ]]; then
+      first=$(first_tests "$rel")
+      targets1=$(py targets "$build" "$first" <"$build.tests.json")
+      targets2=$(py targets "$build" "$FAST" <"$build.tests.json")
+      prev_rel=$rel
+      cp -p "$tree/$rel" "$build.orig" # the snapshot's text, to restore
+    fi
+    t0=$(date +%s)
+    status=survived killer=
+    echo "$rel" >"$build.dirty"
+    if [[ -f $MUT/$key/rebase ]]; then
+      set +e
+      py rebase "$MUT/$key/$(basename "$rel")" "$MUT/$key/m/$name" "$MUT/$key/current.c" "$build.mutant.c"
+      rc=$?
+      set -e
+      ((rc == 0)) && cp "$build.mutant.c" "$tree/$rel" || status=stale
+    elif ! cp "$MUT/$key/m/$name" "$tree/$rel"; then
+      status=stale
+    fi
+    touch "$tree/$rel"
+    rm -f "$build/CMakeFiles/meshscaler_core.dir/$rel.o"
+    if [[ $status == stale ]]; then
+      :
+    elif ! ninja -C "$build" -j1 $targets1 >"$build.ninja.log" 2>&1; then
+      status=not-compiled
+    else
+      res=$(run_tests "$build" "$first" "" "$TIMEOUT")
+      if [[ $res == pass ]]; then
+        used=$(($(date +%s) - t0))
+        if ! ninja -C "$build" -j1 $targets2 >"$build.ninja.log" 2>&1; then
+          status=not-compiled
+        else
+          res=$(run_tests "$build" "$FAST" "$first" "$((TIMEOUT > used + 5 ? TIMEOUT - used : 5))")
+        fi
+      fi
+      if [[ $status != not-compiled && $status != stale ]]; then
+        case $res in
+          pass) status=survived ;;
+          timeout*) status=timeout killer=${res#timeout } ;;
+          killed*) status=killed killer=${res#killed } ;;
+        esac
+      fi
+    fi
+    cp "$build.orig" "$tree/$rel"
+    touch "$tree/$rel"
+    rm -f "$build/CMakeFiles/meshscaler_core.dir/$rel.o" "$build.dirty"
+    t1=$(date +%s)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$rel" "$line" "$status" "$((t1 - t0))" \
+      "$before" "$after" "$killer" >>"$RESULTS"
+    if [[ $status == survived ]]; then
+      printf 'SURVIVED %s:%s: %s  =>  %s\n' "$rel" "$line" "$before" "$after"
+    fi
+  done <"$QUEUE"
+}
+
+START=$(date +%s)
+pids=()
+for ((k = 0; k < JOBS; k++)); do
+  worker "$k" &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
+END=$(date +%s)
+
+# ---- 6. report -------------------------------------------------------------------
+echo
+echo "== survivors =="
+sort -t$'\t' -k2,2 -k3,3n "$RESULTS" | awk -F'\t' '$4 == "survived" {printf "%s:%s: %s  =>  %s\n", $2, $3, $6, $7}'
+echo
+if [[ ${MUT_ONLY_SURVIVORS:-0} == 1 ]]; then
+  py table "$OUT/results.before.tsv" "== before (results.before.tsv) =="
+  echo
+fi
+py table "$RESULTS" "== killed/total per file (timeouts count as killed; total = mutants that compiled) =="
+echo
+echo "ran $(wc -l <"$QUEUE") mutants in $((END - START)) s with $JOBS worker(s); results: $RESULTS"
+exit $rc
