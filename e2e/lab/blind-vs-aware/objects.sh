@@ -1,0 +1,175 @@
+# shellcheck shell=bash
+# The Kubernetes objects of the blind-vs-aware scenario, sourced by
+# e2e/lab/blind-vs-aware.sh (which sets the variables named below).
+#
+# Both arms run the same workload in a namespace of their own: a Deployment of the
+# lab app (e2e/lab/app) behind the project's HAProxy sidecar (e2e/images/sidecar),
+# and a Service. Each pod's sidecar admits SIDECAR_MAXCONN requests in flight; each
+# request holds the app HOLD_MS ms and burns CPU_US us of its CPU, so a pod admits
+# SIDECAR_MAXCONN / HOLD_MS requests per second while its app reads about 36% of its
+# CPU request (APP_CPU_REQUEST is sized so). Requests beyond the limit queue in the
+# sidecar and get a 503 after QUEUE_TIMEOUT.
+
+# workload NAMESPACE: the Deployment and Service `web`.
+workload() {
+  cat <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $1, labels: {lab.meshscaler.io/scenario: blind-vs-aware}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: $1, labels: {app: web, lab.meshscaler.io/scenario: blind-vs-aware}}
+spec:
+  replicas: $START_REPLICAS
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {prometheus.io/scrape: "true", prometheus.io/port: "9101", prometheus.io/path: /metrics}
+    spec:
+      terminationGracePeriodSeconds: 5
+      enableServiceLinks: false
+      automountServiceAccountToken: false
+      containers:
+      - name: app
+        image: $LAB_APP_IMAGE
+        imagePullPolicy: Never
+        env:
+        - {name: WORKERS, value: "$APP_WORKERS"}
+        - {name: CPU_US, value: "$CPU_US"}
+        - {name: HOLD_MS, value: "$HOLD_MS"}
+        - {name: STARTUP_DELAY_SECONDS, value: "$STARTUP_DELAY"}
+        ports: [{name: app, containerPort: 8080}]
+        resources: {requests: {cpu: "$APP_CPU_REQUEST", memory: 16Mi}, limits: {cpu: 500m, memory: 64Mi}}
+        # Ready once the app's start-up delay has passed. The kubelet asks the app itself, as
+        # Istio's rewritten probes do: a probe through the sidecar would wait in its queue
+        # behind the limit and take a saturated pod out of the Service.
+        readinessProbe: {httpGet: {path: /readyz, port: app}, periodSeconds: 1, failureThreshold: 2}
+        livenessProbe: {httpGet: {path: /healthz, port: app}, periodSeconds: 10}
+        securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+      - name: sidecar
+        image: $MESHSCALER_E2E_SIDECAR_IMAGE
+        imagePullPolicy: Never
+        env:
+        - {name: SIDECAR_MAXCONN, value: "$SIDECAR_MAXCONN"}
+        - {name: QUEUE_TIMEOUT, value: "$QUEUE_TIMEOUT"}
+        ports: [{name: http, containerPort: 8000}, {name: metrics, containerPort: 9101}]
+        resources: {requests: {cpu: "$SIDECAR_CPU_REQUEST", memory: 16Mi}, limits: {cpu: 500m, memory: 128Mi}}
+        readinessProbe: {httpGet: {path: /healthz, port: metrics}, periodSeconds: 1, failureThreshold: 2}
+        livenessProbe: {httpGet: {path: /healthz, port: metrics}, periodSeconds: 10}
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: $1, labels: {app: web}}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+EOF
+}
+
+# The same scaling behaviour for both arms (autoscaling/v2 fields): scale up at once
+# (no stabilization) by up to 400% per 15 s, so neither arm is held back by a rate
+# limit the other does not have; scale down as HPA's default (300 s window).
+behavior() {
+  cat <<EOF
+  behavior:
+    scaleUp:
+      stabilizationWindowSeconds: 0
+      selectPolicy: Max
+      policies: [{type: Percent, value: 400, periodSeconds: 15}, {type: Pods, value: 4, periodSeconds: 15}]
+    scaleDown:
+      stabilizationWindowSeconds: 300
+      policies: [{type: Percent, value: 100, periodSeconds: 15}]
+EOF
+}
+
+# Arm (a): the autoscaler of the incident, the real HPA of kube-controller-manager on
+# the application container's CPU (metrics-server), against its request.
+hpa() {
+  cat <<EOF
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: $1}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: $START_REPLICAS
+  maxReplicas: $MAX_REPLICAS
+  metrics:
+  - type: ContainerResource
+    containerResource: {name: cpu, container: app, target: {type: Utilization, averageUtilization: $TARGET_UTILIZATION}}
+$(behavior)
+EOF
+}
+
+# Arm (b): meshscaler on the sidecar's in-flight requests against its maxconn
+# (SidecarConcurrency, proxy haproxy), with saturation correction: the rate the
+# sidecars refuse over the rate they admit reveals the demand a saturated proxy
+# cannot show (docs/metrics.md). Refused: HAProxy's backend connection errors, which
+# count the requests that waited QUEUE_TIMEOUT in its queue and got a 503 (and any
+# failed connect to the app); admitted: the sessions its server (the app) took. Both
+# are rates, so their ratio is offered / admitted. (The queue's length is a count of
+# waiting requests, not a rate: against in-flight requests it would overstate demand
+# by about QUEUE_TIMEOUT / HOLD_MS, 5x here.)
+mas() {
+  cat <<EOF
+apiVersion: autoscaling.meshscaler.io/v1alpha1
+kind: MeshAutoscaler
+metadata: {name: web, namespace: $1}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: $START_REPLICAS
+  maxReplicas: $MAX_REPLICAS
+  metrics:
+  - name: sidecar
+    type: SidecarConcurrency
+    sidecarConcurrency: {proxy: haproxy}
+    target: {type: Utilization, averageUtilization: $TARGET_UTILIZATION}
+  guardrails:
+    saturation:
+    - metric: sidecar
+      rejectedQuery: 'sum(rate(haproxy_backend_connection_errors_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
+      admittedQuery: 'sum(rate(haproxy_server_sessions_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
+$(behavior)
+EOF
+}
+
+# The edge: one HAProxy on the host in front of both Services (a frontend each), as an
+# ingress or the client's own mesh proxy would be. It balances per request: the
+# client's connections stay open (keep-alive), but each request goes to the Service
+# on a connection of its own (http-server-close), for which kube-proxy picks a Ready
+# pod at random. Without it, keep-alive connections stay on the pods that existed
+# when they were opened: measured here, 12 Ready pods after a scale-up from 2, and
+# the ~400 connections of a saturated peak all still on the first 2 (max-reuse does
+# not help: HAProxy keeps a server connection attached to its client connection).
+# No limit binds here: the edge's flow table is the edge-flows scenario's subject.
+edge_config() { # edge_config EXPORTER_PORT NAME:PORT:SERVICE_IP...
+  local eport="$1" spec name port ip
+  shift
+  cat <<EOF
+global
+  maxconn 8000
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  timeout queue 5s
+  option http-server-close
+frontend exporter
+  bind 127.0.0.1:$eport
+  http-request use-service prometheus-exporter if { path /metrics }
+EOF
+  for spec in "$@"; do
+    IFS=: read -r name port ip <<<"$spec"
+    cat <<EOF
+frontend $name
+  bind 127.0.0.1:$port
+  maxconn 4000
+  default_backend $name
+backend $name
+  server svc $ip:80
+EOF
+  done
+}
