@@ -7,7 +7,7 @@
 #   MUT_ONLY_SURVIVORS=1 bash tests/mutation/run.sh  # re-run the last run's survivors only
 #
 # Not part of scripts/test.sh: a full run takes hours. What it does:
-#  1. installs universalmutator (PyPI, pinned) into build-mut/venv;
+#  1. installs universalmutator (pip, pinned version) into build-mut/venv;
 #  2. copies the working tree (tracked and untracked, not ignored files, with
 #     their mtimes) to build-mut/tree<k>: the repository's src/ is never
 #     mutated in place, and a run works on that snapshot throughout. ../shared/scenarios is linked beside the copy, so the shared
