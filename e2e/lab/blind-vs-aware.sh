@@ -5,8 +5,9 @@
 # installed in-cluster from its Helm chart, scaling on the HAProxy sidecar's
 # in-flight requests with saturation correction.
 #
-#   e2e/lab/blind-vs-aware.sh            full run (about 8 minutes once built)
-#   e2e/lab/blind-vs-aware.sh --short    shortened run for the test command (about 4 minutes)
+#   e2e/lab/blind-vs-aware.sh            full run: a 3-minute peak (about 6 minutes once built)
+#   e2e/lab/blind-vs-aware.sh --short    shortened run for a test command: a 1-minute peak
+#                                        (about 3 minutes once built)
 #   options: --startup-delay S   a new pod's start-up delay (full 20, short 5)
 #            --keep              leave the cluster up at the end (`e2e/local down` later,
 #                                with the same MESHSCALER_E2E_STATE)
@@ -247,7 +248,7 @@ cat >"$OUT/logs/params.json" <<EOF
  "app_cpu_request": "$APP_CPU_REQUEST", "startup_delay_s": $STARTUP_DELAY, "pod_admits_per_s": $POD_ADMITS,
  "target_utilization": $TARGET_UTILIZATION, "rate_window": "$RATE_WINDOW", "mesh_sync_s": $MESH_SYNC_S,
  "hpa_sync_s": $HPA_SYNC_S, "recover_bound_s": $RECOVER_BOUND_S,
- "replicas_log": "$OUT/logs/replicas.log", "hpa_log": "$OUT/logs/hpa.log", "decisions_log": "$OUT/logs/decisions.log",
+ "events_json": "$OUT/logs/mesh-events.json", "replicas_log": "$OUT/logs/replicas.log", "hpa_log": "$OUT/logs/hpa.log", "decisions_log": "$OUT/logs/decisions.log",
  "arms": {
   "hpa": {"label": "(a) HPA", "namespace": "$NS_HPA", "target": "lab-load-hpa", "autoscaler": "HorizontalPodAutoscaler (CPU)",
           "summary": "$OUT/logs/load-hpa.json"},
@@ -271,6 +272,8 @@ if [ "$rc_hpa" -ne 0 ] || [ "$rc_mesh" -ne 0 ]; then
 fi
 k -n "$NS_SYS" logs "deploy/$REL-meshscaler" >"$OUT/logs/controller.log" 2>&1 || true
 k get hpa,mas -A >"$OUT/logs/autoscalers.txt" 2>&1 || true
+# meshscaler's SuccessfulRescale events carry the whole explanation of each scale.
+k -n "$NS_MESH" get events --field-selector reason=SuccessfulRescale -o json >"$OUT/logs/mesh-events.json" 2>/dev/null || true
 
 # --- the report --------------------------------------------------------------------------
 python3 - "$OUT/logs/params.json" "$T_BUILD" "$T_UP" "$T_INSTALL" "$T_RUN" <<'EOF'

@@ -141,8 +141,8 @@ EOF
 # on a connection of its own (http-server-close), for which kube-proxy picks a Ready
 # pod at random. Without it, keep-alive connections stay on the pods that existed
 # when they were opened: measured here, 12 Ready pods after a scale-up from 2, and
-# the ~400 connections of a saturated peak all still on the first 2 (max-reuse does
-# not help: HAProxy keeps a server connection attached to its client connection).
+# the ~400 connections of a saturated peak all still on the first 2 (http-reuse
+# always with max-reuse 10 gave the same).
 # No limit binds here: the edge's flow table is the edge-flows scenario's subject.
 edge_config() { # edge_config EXPORTER_PORT NAME:PORT:SERVICE_IP...
   local eport="$1" spec name port ip

@@ -301,6 +301,17 @@ def main():
         if rec.get("msg") == "scaled":
             scaled.append({"time": rec.get("ts"), "from": rec.get("from"), "to": rec.get("to"),
                            "reason": rec.get("reason")})
+    # Attach each scale's explanation from its SuccessfulRescale event ("New size: N;
+    # reason: ..."), in order of time.
+    try:
+        with open(p["events_json"]) as f:
+            items = json.load(f).get("items", [])
+        items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        messages = [e.get("message", "") for e in items]
+        for ev, msg in zip(scaled, messages):
+            ev["message"] = msg
+    except (OSError, ValueError, KeyError):
+        pass
     figures["mesh"]["scale_events"] = scaled
 
     needed = math.ceil(p["peak_rate"] / p["pod_admits_per_s"])
@@ -365,7 +376,7 @@ def main():
     summary["recover_bound_s"] = p["recover_bound_s"]
     # The run's settings (the chart is redrawn from them), without this machine's paths.
     summary["params"] = {k: v for k, v in p.items()
-                         if not k.endswith("_log") and k not in ("out_dir", "arms", "prometheus_url", "timings")}
+                         if not k.endswith("_log") and not k.endswith("_json") and k not in ("out_dir", "arms", "prometheus_url", "timings")}
 
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
