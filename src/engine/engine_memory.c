@@ -79,7 +79,10 @@ static void compact_recommendations(ms_engine_memory_t *mem, const ms_spec_t *sp
             if (r[j].replicas <= r[i].replicas)
                 min_needed = false;
         }
-        keep[i] = max_needed || min_needed || i == n - 1;
+        /* This tick's entry stays even when no window sees it (both 0 s):
+         * the memory must not empty itself. A restored entry older than
+         * both windows goes, not merged into a visible one. */
+        keep[i] = max_needed || min_needed || (i == n - 1 && r[i].time >= now);
     }
     for (size_t i = 0; i < n; i++)
         if (keep[i])

@@ -487,6 +487,28 @@ static void compaction_merges_the_oldest_by_time(void **state)
     ms_spec_cleanup(&s);
 }
 
+/* A restored entry older than both windows (t = -5000 with 1000 s windows
+ * at now = 100) is seen by no query: a full memory drops it instead of
+ * merging it into the oldest visible entry (which made the down-limit 500,
+ * the invisible entry's value, instead of the history's 100). */
+static void compaction_drops_a_restored_entry_no_window_sees(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    entry_t e[33];
+    (void)state;
+    spec_windows(&s, 1000);
+    zigzag(e, 1, 32, 1, 100, true); /* (1,1) (2,100) (3,2) (4,99) ... */
+    e[32] = (entry_t){-5000, 500};
+    restore(&mem, &s, e, 33);
+    assert_int_equal(mem.nrecs, 32);
+    for (size_t k = 0; k < mem.nrecs; k++)
+        assert_int_not_equal(mem.rec_replicas[k], 500);
+    assert_int_equal(down_limit(&mem, &s), 100);
+    assert_int_equal(up_limit(&mem, &s), 1);
+    ms_spec_cleanup(&s);
+}
+
 /* (1, 50) has a newer entry above it (3, 100) and one below (2, 1): it is
  * dropped, nothing is merged, and the limits are exactly those of the
  * whole history: 1 and 100 (mutants: "newer" counting only equal times,
@@ -1105,6 +1127,7 @@ int main(void)
         cmocka_unit_test(retry_share_needs_the_guardrail_and_an_observation),
         cmocka_unit_test(saturated_when_any_metric_was_corrected),
         cmocka_unit_test(compaction_merges_the_oldest_by_time),
+        cmocka_unit_test(compaction_drops_a_restored_entry_no_window_sees),
         cmocka_unit_test(compaction_drops_an_entry_dominated_both_ways),
         cmocka_unit_test(compaction_looks_at_every_slot),
         cmocka_unit_test(compaction_drops_one_of_two_equal_entries),
