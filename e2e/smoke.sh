@@ -84,7 +84,9 @@ t0=$SECONDS
 if "$LOCAL" up > "$MESHSCALER_E2E_STATE.up.log" 2>&1; then
   pass "e2e/local up ($((SECONDS - t0)) s)"
 else
-  fail "e2e/local up" "$(tail -n 5 "$MESHSCALER_E2E_STATE.up.log" | tr '\n' ' ')"
+  # The cause is the `error:` line; what follows it is the clean-up.
+  fail "e2e/local up" "$(grep -m1 -B3 '\[e2e\] error:' "$MESHSCALER_E2E_STATE.up.log" \
+    || tail -n 5 "$MESHSCALER_E2E_STATE.up.log")"
   rm -f "$MESHSCALER_E2E_STATE.up.log"
   exit 1
 fi
