@@ -4,6 +4,8 @@
 
 int ms_cmd_decide(int argc, char **argv);
 int ms_cmd_controller(int argc, char **argv);
+int ms_cmd_convert(int argc, char **argv);
+int ms_cmd_replay(int argc, char **argv);
 int ms_cmd_probe(int argc, char **argv);
 
 #endif

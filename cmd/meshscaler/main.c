@@ -14,6 +14,10 @@ static const char usage[] =
     "Commands:\n"
     "  decide [-f FILE] [-o json|text]   run the decision engine over a scenario\n"
     "                                    (stdin when no file) and print each tick\n"
+    "  convert [-f FILE] [flags] [NAME]  MeshAutoscalers from HorizontalPodAutoscalers\n"
+    "                                    (convert --help lists the flags)\n"
+    "  replay -f MAS.yaml --prometheus-url URL --from T1 --to T2\n"
+    "                                    what it would have done, from Prometheus history\n"
     "  controller [flags]                watch MeshAutoscalers and scale their targets\n"
     "                                    (controller --help lists the flags)\n"
     "  probe [--timeout S] URL           GET URL; exit 0 on 2xx (checks inside the image)\n"
@@ -35,6 +39,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "decide") == 0)
         return ms_cmd_decide(argc - 1, argv + 1);
+    if (strcmp(cmd, "convert") == 0)
+        return ms_cmd_convert(argc - 1, argv + 1);
+    if (strcmp(cmd, "replay") == 0)
+        return ms_cmd_replay(argc - 1, argv + 1);
     if (strcmp(cmd, "controller") == 0)
         return ms_cmd_controller(argc - 1, argv + 1);
     if (strcmp(cmd, "probe") == 0)

@@ -10,6 +10,7 @@
 #ifndef MESHSCALER_BUF_H
 #define MESHSCALER_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -27,6 +28,8 @@ void ms_buf_init(ms_buf_t *b, size_t max);
 ms_err_t ms_buf_append(ms_buf_t *b, const void *data, size_t n);
 /* Append printf-formatted text (no NUL). Same errors as ms_buf_append. */
 ms_err_t ms_buf_appendf(ms_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+ms_err_t ms_buf_vappendf(ms_buf_t *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* Append everything f yields until EOF. MS_ERR_IO on a read error,
  * MS_ERR_TOOLARGE past max (the buffer then holds a truncated prefix). */
 ms_err_t ms_buf_read_stream(ms_buf_t *b, FILE *f);

@@ -145,6 +145,15 @@ const char *ms_prom_series_label(const ms_prom_series_t *s, const char *name);
 ms_prom_reason_t ms_prom_result_number(const ms_prom_result_t *r, double ref_time,
                                        double max_age, double *value, char *msg, size_t msglen);
 
+/* The vector an instant query at time t would have answered, taken from a
+ * range query's matrix evaluated at t: every series with a point at t (within
+ * a millisecond), with that one point. *out must be initialised; it is
+ * cleaned and refilled. Its series borrow their labels from matrix, which
+ * must outlive it (ms_prom_result_cleanup on out frees only what out owns).
+ * A matrix that is not OK gives its reason and message; a result that is not
+ * a matrix gives WRONG_TYPE. Returns out->reason. */
+ms_prom_reason_t ms_prom_result_at(const ms_prom_result_t *matrix, double t, ms_prom_result_t *out);
+
 /* Parse a Prometheus sample value string ("1.5", "NaN", "+Inf", "-Inf",
  * "1e-3"). Strict: no spaces, hex or trailing bytes. Returns false (and
  * leaves *out untouched) on anything else. */
@@ -196,6 +205,8 @@ typedef struct {
     double start, end, step;
     size_t max_bytes;  /* the largest answer this query may read when more than the
                           client's max_body (--prometheus-max-response-bytes); 0: that */
+    bool preset;       /* a preset's query (prom_sources.h): series per namespace,
+                          workload and field, not one number */
     ms_prom_result_t result; /* initialised and filled by ms_prom_run() */
 } ms_prom_query_t;
 

@@ -170,6 +170,16 @@ ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *tick, ms_prom_client_t *client
                                   const ms_prom_object_t *objs, size_t n,
                                   const ms_prom_run_options_t *bounds, ms_prom_object_obs_t *out);
 
+/* Answers the planned queries of a tick: fills queries[i].result for every
+ * i < n; returns MS_OK unless the batch failed as a whole. The tick's own
+ * runner is ms_prom_run_bounded on a client; unit tests answer from
+ * recorded responses, and `meshscaler replay` from range queries. */
+typedef ms_err_t (*ms_prom_runner_fn)(void *ctx, ms_prom_query_t *queries, size_t n);
+
+/* ms_prom_tick_run with another runner. */
+ms_err_t ms_prom_tick_run_with(ms_prom_tick_t *tick, ms_prom_runner_fn run, void *ctx,
+                               const ms_prom_object_t *objs, size_t n, ms_prom_object_obs_t *out);
+
 /* What objs[i] observed in the last run; objs must be the array that run
  * planned (the same specs and names, still alive). Details are borrowed from
  * the tick. Reads the tick only: readers on several threads may call it

@@ -26,4 +26,11 @@
 ms_err_t ms_spec_from_json(const cJSON *json, ms_jpath_t *p, bool offline, ms_spec_t *out,
                            char *errbuf, size_t errlen);
 
+/* The behavior block alone (autoscaling/v2 HPA behavior plus a tolerance per
+ * direction), at path p, into up and down, which hold the defaults
+ * (ms_scaling_rules_default) for what the block leaves out. Errors as
+ * ms_spec_from_json. */
+ms_err_t ms_behavior_from_json(const cJSON *j, ms_jpath_t *p, ms_scaling_rules_t *up,
+                               ms_scaling_rules_t *down, char *errbuf, size_t errlen);
+
 #endif

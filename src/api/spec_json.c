@@ -246,16 +246,22 @@ out:
     return err;
 }
 
-static ms_err_t read_behavior(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, char *errbuf, size_t errlen)
+ms_err_t ms_behavior_from_json(const cJSON *j, ms_jpath_t *p, ms_scaling_rules_t *up,
+                               ms_scaling_rules_t *down, char *errbuf, size_t errlen)
 {
     ms_err_t err = ms_json_object(j, p, errbuf, errlen);
 
     if (err != MS_OK)
         return err;
-    READ_KEY(j, "scaleUp", false, read_rules(item, p, &s->scale_up, errbuf, errlen));
-    READ_KEY(j, "scaleDown", false, read_rules(item, p, &s->scale_down, errbuf, errlen));
+    READ_KEY(j, "scaleUp", false, read_rules(item, p, up, errbuf, errlen));
+    READ_KEY(j, "scaleDown", false, read_rules(item, p, down, errbuf, errlen));
 out:
     return err;
+}
+
+static ms_err_t read_behavior(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, char *errbuf, size_t errlen)
+{
+    return ms_behavior_from_json(j, p, &s->scale_up, &s->scale_down, errbuf, errlen);
 }
 
 static ms_err_t read_downstream(const cJSON *j, ms_jpath_t *p, ms_downstream_spec_t *d, char *errbuf,

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kube/kube_internal.h" /* ms__kube_parse_rfc3339 */
+#include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/status.h"
 
@@ -693,7 +693,7 @@ bool ms_status_restore_memory(const cJSON *previous, const ms_spec_t *spec, doub
     if (current_replicas < 0)
         return false; /* unknown: leave step 0 to the engine */
     ms_engine_memory_add_recommendation(mem, spec, now_engine, now_engine, current_replicas);
-    if (!cJSON_IsNumber(rec) || time == NULL || !ms__kube_parse_rfc3339(time, &wall))
+    if (!cJSON_IsNumber(rec) || time == NULL || !ms_time_parse_rfc3339(time, &wall))
         return false;
     if (!(rec->valuedouble >= 0 && rec->valuedouble <= INT32_MAX) ||
         rec->valuedouble != floor(rec->valuedouble))

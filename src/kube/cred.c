@@ -309,7 +309,7 @@ static ms_err_t run_exec(ms_kube_cred_t *c, char *errbuf, size_t errlen)
     }
     c->expires = 0;
     if (exp != NULL && !cJSON_IsNull(exp)) {
-        if (!cJSON_IsString(exp) || !ms__kube_parse_rfc3339(exp->valuestring, &c->expires)) {
+        if (!cJSON_IsString(exp) || !ms_time_parse_rfc3339(exp->valuestring, &c->expires)) {
             err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
                           "exec plugin %s: status.expirationTimestamp: not an RFC 3339 time", cmd);
             goto out;

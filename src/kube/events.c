@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kube_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/kube_events.h"
 #include "meshscaler/log.h"
 
@@ -167,8 +168,8 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
                             "event message too long");
         return kerr->err;
     }
-    ms__kube_rfc3339(now, false, ts, sizeof ts);
-    ms__kube_rfc3339(now, true, micro, sizeof micro);
+    ms_time_rfc3339(now, false, ts, sizeof ts);
+    ms_time_rfc3339(now, true, micro, sizeof micro);
     /* The lock is held across the request so two threads recording the same
      * event cannot both create it. Events are rare (scaling actions). */
     pthread_mutex_lock(&r->lock);

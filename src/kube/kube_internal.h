@@ -36,12 +36,6 @@ ms_err_t ms__kube_read_file(const char *path, ms_buf_t *b, char *errbuf, size_t 
  * NUL-terminated (not counted in *out_len); MS_ERR_PARSE on bad input. */
 ms_err_t ms__kube_base64_decode(const char *in, size_t len, char **out, size_t *out_len);
 
-/* Format wall seconds as RFC 3339 "2026-11-30T01:02:03Z" (metav1.Time) or
- * with microseconds "...03.123456Z" (metav1.MicroTime). */
-void ms__kube_rfc3339(double wall, bool micro, char *buf, size_t cap);
-/* Parse RFC 3339 ("Z" or +hh:mm offsets, optional fraction) to wall seconds. */
-bool ms__kube_parse_rfc3339(const char *s, double *out);
-
 /* Append to b the percent-encoding of s for a query value. */
 ms_err_t ms__kube_urlencode(ms_buf_t *b, const char *s);
 

@@ -149,7 +149,7 @@ static bool try_acquire_or_renew(ms_kube_elector_t *e)
     bool held_by_me;
     ms_err_t err;
 
-    ms__kube_rfc3339(ms_clock_wall(), true, micro, sizeof micro);
+    ms_time_rfc3339(ms_clock_wall(), true, micro, sizeof micro);
     err = ms_kube_get(e->client, e->path, &lease, &kerr);
     if (err != MS_OK && err != MS_ERR_NOTFOUND)
         e->last_look = 0; /* a gap in looking: the next change is dated when seen */
@@ -216,7 +216,7 @@ static void release(ms_kube_elector_t *e)
 
     if (e->lease == NULL || strcmp(e->observed_holder, e->identity) != 0)
         return;
-    ms__kube_rfc3339(ms_clock_wall(), true, micro, sizeof micro);
+    ms_time_rfc3339(ms_clock_wall(), true, micro, sizeof micro);
     lease = cJSON_Duplicate(e->lease, true);
     spec = cJSON_GetObjectItemCaseSensitive(lease, "spec");
     set_str(spec, "holderIdentity", "");

@@ -411,3 +411,52 @@ const char *ms_prom_series_label(const ms_prom_series_t *s, const char *name)
     return NULL;
 }
 
+
+/* The point of s at t, by bisection (points are oldest first), or NULL. */
+static const ms_prom_point_t *point_at(const ms_prom_series_t *s, double t)
+{
+    size_t lo = 0, hi = s->npoints;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->points[mid].t < t - 0.0005)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->npoints && fabs(s->points[lo].t - t) <= 0.0005 ? &s->points[lo] : NULL;
+}
+
+ms_prom_reason_t ms_prom_result_at(const ms_prom_result_t *matrix, double t, ms_prom_result_t *out)
+{
+    size_t k = 0;
+
+    ms_prom_result_cleanup(out);
+    out->http_status = matrix->http_status;
+    if (matrix->reason != MS_PROM_OK)
+        return ms__prom_fail(out, matrix->reason, "%s", matrix->message);
+    if (matrix->type != MS_PROM_TYPE_MATRIX)
+        return ms__prom_fail(out, MS_PROM_WRONG_TYPE, "a range query answered no matrix");
+    out->type = MS_PROM_TYPE_VECTOR;
+    out->reason = MS_PROM_OK;
+    if (matrix->nseries == 0)
+        return MS_PROM_OK;
+    out->series = calloc(matrix->nseries, sizeof *out->series);
+    out->store_ = calloc(matrix->nseries, sizeof *out->store_);
+    if (out->series == NULL || out->store_ == NULL) {
+        ms_prom_result_cleanup(out);
+        return ms__prom_fail(out, MS_PROM_TOO_LARGE, "out of memory for a vector at %.3f", t);
+    }
+    for (size_t i = 0; i < matrix->nseries; i++) {
+        const ms_prom_point_t *pt = point_at(&matrix->series[i], t);
+
+        if (pt == NULL)
+            continue;
+        out->store_[k] = *pt;
+        out->series[k] = (ms_prom_series_t){&out->store_[k], 1, matrix->series[i].labels_,
+                                            matrix->series[i].nlabels_};
+        k++;
+    }
+    out->nseries = k;
+    return MS_PROM_OK;
+}

@@ -13,7 +13,6 @@
 #include "meshscaler/prom_sources.h"
 #include "meshscaler/strmap.h"
 #include "meshscaler/xalloc.h"
-#include "tick_internal.h"
 
 /* Per-object slots: every value one object may ask Prometheus for. */
 #define SLOT_METRIC(i) (i)
@@ -496,7 +495,7 @@ ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *t, ms_prom_client_t *client,
 {
     client_run_t r = {client, bounds};
 
-    return ms__prom_tick_run_with(t, run_client, &r, objs, n, out);
+    return ms_prom_tick_run_with(t, run_client, &r, objs, n, out);
 }
 
 /* What is left of an answer once digested: its reason, type and message.
@@ -545,6 +544,7 @@ static void plan_presets(ms_prom_tick_t *t)
         t->queries[q].max_bytes = covered < SIZE_MAX / PRESET_BYTES_PER_OBJECT
                                       ? covered * PRESET_BYTES_PER_OBJECT
                                       : SIZE_MAX;
+        t->queries[q].preset = true;
         t->builtin[k] = (int)q;
         t->stats.builtin_queries++;
     }
@@ -583,7 +583,7 @@ static void digest(ms_prom_tick_t *t)
         digested(&t->queries[q].result);
 }
 
-ms_err_t ms__prom_tick_run_with(ms_prom_tick_t *t, ms__prom_runner_fn run, void *ctx,
+ms_err_t ms_prom_tick_run_with(ms_prom_tick_t *t, ms_prom_runner_fn run, void *ctx,
                                 const ms_prom_object_t *objs, size_t n,
                                 ms_prom_object_obs_t *out)
 {

@@ -41,32 +41,45 @@ ms_err_t ms_buf_append(ms_buf_t *b, const void *data, size_t n)
     return MS_OK;
 }
 
-ms_err_t ms_buf_appendf(ms_buf_t *b, const char *fmt, ...)
+ms_err_t ms_buf_vappendf(ms_buf_t *b, const char *fmt, va_list ap)
 {
     char small[512];
     char *big;
-    va_list ap;
+    va_list again;
     int n;
     ms_err_t err;
 
-    va_start(ap, fmt);
+    va_copy(again, ap);
     n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return MS_ERR_INVALID;
-    if ((size_t)n < sizeof small)
-        return ms_buf_append(b, small, (size_t)n);
+    if (n < 0 || (size_t)n < sizeof small) {
+        va_end(again);
+        return n < 0 ? MS_ERR_INVALID : ms_buf_append(b, small, (size_t)n);
+    }
     /* Longer than the stack buffer: format once more into the heap. */
-    if ((size_t)n > b->max - b->len)
+    if ((size_t)n > b->max - b->len) {
+        va_end(again);
         return MS_ERR_TOOLARGE;
+    }
     big = malloc((size_t)n + 1);
-    if (big == NULL)
+    if (big == NULL) {
+        va_end(again);
         return MS_ERR_NOMEM;
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    }
+    vsnprintf(big, (size_t)n + 1, fmt, again);
+    va_end(again);
     err = ms_buf_append(b, big, (size_t)n);
     free(big);
+    return err;
+}
+
+ms_err_t ms_buf_appendf(ms_buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    ms_err_t err;
+
+    va_start(ap, fmt);
+    err = ms_buf_vappendf(b, fmt, ap);
+    va_end(ap);
     return err;
 }
 

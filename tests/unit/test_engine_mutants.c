@@ -943,6 +943,20 @@ static void quantity_errors_quote_8_bytes_of_suffix(void **state)
     assert_non_null(strstr(errbuf, "unknown suffix \"abcdefg\" (want"));
 }
 
+/* A lone "e" after the number is an unknown suffix, not an exponent missing
+ * its digits: "E" alone is exa, "e" alone is nothing (mutants: "rest_len > 1"
+ * to ">= 1", "!= 1", "> 0", which report a malformed exponent instead). */
+static void quantity_lone_e_is_an_unknown_suffix(void **state)
+{
+    char errbuf[MS_ERRBUF_SIZE];
+    double out = 0;
+    (void)state;
+    assert_int_equal(ms_quantity_parse("2e", &out, errbuf, sizeof errbuf), MS_ERR_PARSE);
+    assert_non_null(strstr(errbuf, "unknown suffix \"e\""));
+    assert_int_equal(ms_quantity_parse("2E", &out, errbuf, sizeof errbuf), MS_OK);
+    assert_true(out == 2e18);
+}
+
 /* ---- spec cleanup ---- */
 
 /* Like free(NULL), cleaning up NULL does nothing; a spec cleaned up is all
@@ -1145,6 +1159,7 @@ int main(void)
         cmocka_unit_test(quantity_errors_quote_32_bytes),
         cmocka_unit_test(quantity_exponent_sign_is_plus_or_minus),
         cmocka_unit_test(quantity_errors_quote_8_bytes_of_suffix),
+        cmocka_unit_test(quantity_lone_e_is_an_unknown_suffix),
         cmocka_unit_test(spec_cleanup_takes_null_and_zeroes),
         cmocka_unit_test(spec_init_defaults),
         cmocka_unit_test(spec_shrink_cuts_to_what_is_used),

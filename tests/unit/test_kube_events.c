@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kube/kube_internal.h"
+#include "meshscaler/clock.h"
 
 static void key(char *buf, size_t cap, const char *name, const char *uid, const char *reason,
                 const char *message)
@@ -76,17 +77,17 @@ static void test_rfc3339(void **state)
     double t;
 
     (void)state;
-    ms__kube_rfc3339(1795999323.25, false, buf, sizeof buf);
+    ms_time_rfc3339(1795999323.25, false, buf, sizeof buf);
     assert_string_equal(buf, "2026-11-30T00:42:03Z");
-    ms__kube_rfc3339(1795999323.25, true, buf, sizeof buf);
+    ms_time_rfc3339(1795999323.25, true, buf, sizeof buf);
     assert_string_equal(buf, "2026-11-30T00:42:03.250000Z");
-    assert_true(ms__kube_parse_rfc3339("2026-11-30T00:42:03Z", &t));
+    assert_true(ms_time_parse_rfc3339("2026-11-30T00:42:03Z", &t));
     assert_float_equal(t, 1795999323, 1e-6);
-    assert_true(ms__kube_parse_rfc3339("2026-11-30T01:42:03.5+01:00", &t));
+    assert_true(ms_time_parse_rfc3339("2026-11-30T01:42:03.5+01:00", &t));
     assert_float_equal(t, 1795999323.5, 1e-6);
-    assert_false(ms__kube_parse_rfc3339("2026-11-30 02:42:03Z", &t));
-    assert_false(ms__kube_parse_rfc3339("2026-13-30T02:42:03Z", &t));
-    assert_false(ms__kube_parse_rfc3339("2026-11-30T02:42:03", &t));
+    assert_false(ms_time_parse_rfc3339("2026-11-30 02:42:03Z", &t));
+    assert_false(ms_time_parse_rfc3339("2026-13-30T02:42:03Z", &t));
+    assert_false(ms_time_parse_rfc3339("2026-11-30T02:42:03", &t));
 }
 
 static void test_base64(void **state)

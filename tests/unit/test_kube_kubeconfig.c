@@ -532,7 +532,7 @@ static void test_exec_plugin_token_cached_until_expiry(void **state)
     (void)state;
     /* The plugin counts its runs and echoes KUBERNETES_EXEC_INFO's apiVersion. */
     snprintf(counter, sizeof counter, "%s/runs", dir);
-    ms__kube_rfc3339(ms_clock_wall() + 3600, false, ts, sizeof ts);
+    ms_time_rfc3339(ms_clock_wall() + 3600, false, ts, sizeof ts);
     snprintf(script, sizeof script,
              "echo x >> %s\n"
              "n=$(wc -l < %s)\n"

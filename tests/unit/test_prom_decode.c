@@ -169,6 +169,49 @@ static void test_matrix_points(void **state)
     ms_prom_result_cleanup(&r);
 }
 
+/* A range query's matrix read at one step is the vector an instant query
+ * would have given then: each series with its point at t, labels borrowed;
+ * a step no series has is an empty vector; a failed matrix passes its
+ * reason on; a vector is no matrix. */
+static void test_result_at_a_step(void **state)
+{
+    static const char two[] =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+        "{\"metric\":{\"pod\":\"a\"},\"values\":[[100,\"1\"],[115,\"2\"],[130,\"3\"]]},"
+        "{\"metric\":{\"pod\":\"b\"},\"values\":[[115,\"20\"]]}]}}";
+    ms_prom_result_t m, v;
+    double x = 0;
+    (void)state;
+
+    ms_prom_result_init(&m);
+    ms_prom_result_init(&v);
+    assert_int_equal(ms_prom_decode(two, sizeof two - 1, 200, &m), MS_PROM_OK);
+    assert_int_equal(ms_prom_result_at(&m, 115, &v), MS_PROM_OK);
+    assert_int_equal(v.type, MS_PROM_TYPE_VECTOR);
+    assert_int_equal(v.nseries, 2);
+    assert_string_equal(ms_prom_series_label(&v.series[0], "pod"), "a");
+    assert_true(v.series[0].points[0].v == 2 && v.series[0].points[0].t == 115);
+    assert_string_equal(ms_prom_series_label(&v.series[1], "pod"), "b");
+    assert_true(v.series[1].points[0].v == 20);
+    assert_int_equal(ms_prom_result_at(&m, 130.0004, &v), MS_PROM_OK); /* within 1 ms */
+    assert_int_equal(v.nseries, 1);
+    assert_true(v.series[0].points[0].v == 3);
+    assert_int_equal(ms_prom_result_number(&v, 0, 0, &x, NULL, 0), MS_PROM_OK);
+    assert_true(x == 3);
+    assert_int_equal(ms_prom_result_at(&m, 101, &v), MS_PROM_OK);
+    assert_int_equal(v.nseries, 0);
+    assert_int_equal(ms_prom_result_number(&v, 0, 0, &x, NULL, 0), MS_PROM_NO_DATA);
+    ms_prom_result_cleanup(&m);
+    assert_int_equal(decode_fixture("503-timeout.json", &m), MS_PROM_TIMEOUT);
+    assert_int_equal(ms_prom_result_at(&m, 115, &v), MS_PROM_TIMEOUT);
+    assert_string_equal(v.message, m.message);
+    ms_prom_result_cleanup(&m);
+    assert_int_equal(decode_fixture("200-vector-one.json", &m), MS_PROM_OK);
+    assert_int_equal(ms_prom_result_at(&m, 115, &v), MS_PROM_WRONG_TYPE);
+    ms_prom_result_cleanup(&m);
+    ms_prom_result_cleanup(&v);
+}
+
 static void test_string_result(void **state)
 {
     ms_prom_result_t r;
@@ -820,6 +863,7 @@ int main(void)
         cmocka_unit_test(test_error_message_names_the_cause),
         cmocka_unit_test(test_vector_labels_and_points),
         cmocka_unit_test(test_matrix_points),
+        cmocka_unit_test(test_result_at_a_step),
         cmocka_unit_test(test_string_result),
         cmocka_unit_test(test_warnings_keep_the_value),
         cmocka_unit_test(test_staleness),

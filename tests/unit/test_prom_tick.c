@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "meshscaler/prom_sources.h"
-#include "prom/tick_internal.h"
 
 /* ---- the runner: answers from fixtures, and records what was asked ---- */
 
@@ -155,7 +154,7 @@ static void run(fixture_t *f, const ms_prom_object_t *objs, size_t n, double max
         f->runner.nroutes = sizeof preset_routes / sizeof preset_routes[0];
     }
     assert_true(n <= 8);
-    assert_int_equal(ms__prom_tick_run_with(f->tick, run_fixtures, &f->runner, objs, n, f->out),
+    assert_int_equal(ms_prom_tick_run_with(f->tick, run_fixtures, &f->runner, objs, n, f->out),
                      f->runner.fail_batch);
 }
 

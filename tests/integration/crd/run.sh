@@ -97,6 +97,77 @@ refuse "fallback without replicas" '{"spec":{"fallback":{"failureThreshold":2,"r
 refuse "bad metric name" '{"spec":{"metrics":[{"name":"no spaces","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"Value","value":1}}],"guardrails":null}}' "spec.metrics[0].name"
 refuse "missing scaleTargetRef" '{"spec":{"scaleTargetRef":null}}' "scaleTargetRef"
 
+# --- meshscaler convert: what it writes is what the API server takes
+ms="$root/${MS_IT_BUILD:-build}/meshscaler"
+fixtures="$root/tests/fixtures/convert"
+for golden in "$fixtures"/*.golden.yaml; do
+  name="$(basename "$golden" .golden.yaml)"
+  # The goldens name namespaces of their own; dry-run them into this one.
+  if out=$(sed -e "s/^  namespace: .*/  namespace: \"$ns\"/" "$golden" |
+             k apply --dry-run=server -n "$ns" -f - 2>&1); then
+    ok "convert $name: the API server accepts it ($(grep -c '^kind: MeshAutoscaler' "$golden") MeshAutoscaler)"
+  else
+    fail "convert $name: refused: $out"
+  fi
+done
+# The HPA versions it still serves take the inputs the goldens came from.
+for input in v1-defaults v2-resources-behavior list-two; do
+  if out=$(sed -e "s/namespace: shop/namespace: $ns/" "$fixtures/$input.yaml" |
+             k apply --dry-run=server -n "$ns" -f - 2>&1); then
+    ok "convert input $input is a valid HPA"
+  else
+    fail "convert input $input refused: $out"
+  fi
+done
+# A live HPA: the Deployment's pod template tells the proxy (--proxy auto).
+if [[ -x "$ms" ]]; then
+  k apply -n "$ns" -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shop}
+spec:
+  selector: {matchLabels: {app: shop}}
+  template:
+    metadata: {labels: {app: shop}}
+    spec:
+      containers:
+      - {name: app, image: app:local}
+      - {name: istio-proxy, image: proxy:local}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: shop}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: shop}
+  minReplicas: 2
+  maxReplicas: 9
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 55}}
+EOF
+  if out=$("$ms" convert --kubeconfig "$KUBECONFIG" -n "$ns" shop 2>&1) &&
+     [[ "$out" == *"proxy: envoy"* && "$out" == *'container: "istio-proxy"'* &&
+        "$out" == *"averageUtilization: 55"* && "$out" == *"minReplicas: 2"* ]]; then
+    ok "convert of a live HPA finds Envoy in the Deployment's pod template"
+  else
+    fail "convert of a live HPA: $out"
+  fi
+  if out=$(printf '%s\n' "$out" | k apply -n "$ns" -f - 2>&1) &&
+     [[ "$(k get mas shop -n "$ns" -o 'jsonpath={.spec.dryRun}')" == true ]]; then
+    ok "the live conversion applies, in shadow mode (dryRun true)"
+  else
+    fail "the live conversion does not apply: $out"
+  fi
+  out=$("$ms" convert --kubeconfig "$KUBECONFIG" -n "$ns" nothere 2>&1); rc=$?
+  if [[ $rc -eq 1 && "$out" == *"404"* ]]; then
+    ok "convert of a missing HPA exits 1 with the API server's answer"
+  else
+    fail "convert of a missing HPA: exit $rc: $out"
+  fi
+else
+  fail "convert: no meshscaler binary at $ms"
+fi
+
 k delete namespace "$ns" --wait=false >/dev/null 2>&1
 echo "crd: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -178,7 +178,7 @@ int main(void)
         char renew[64];
         double last_renew = 0, since_renew;
         it_kubectl(renew, sizeof renew, "-n meshscaler-system get lease %s -o jsonpath='{.spec.renewTime}'", lease);
-        ms__kube_parse_rfc3339(renew, &last_renew);
+        ms_time_parse_rfc3339(renew, &last_renew);
         second = pump(30, first);
         took = it_now() - t;
         since_renew = ms_clock_wall() - last_renew;
