@@ -30,6 +30,11 @@ typedef struct {
     const ms_engine_memory_t *memory; /* JSON "state"; NULL: omitted */
     int32_t desired;  /* what would be written (after pausing); usually decision->desired_replicas */
     const char *note; /* pause or conflict sentence, or NULL */
+    /* The HPA that scales the same target (shadow mode), or NULL; its
+     * status.desiredReplicas (-1: none yet). Table: "(HPA ns/name: 4)";
+     * JSON: "hpa": {"name", "desiredReplicas"}. */
+    const char *hpa;
+    int32_t hpa_desired;
     /* Why each missing metric is missing, indexed like spec->metrics: a short
      * code for the table ("NO_DATA") and a sentence for JSON ("missing"
      * object). NULL arrays or entries: not said. */
@@ -43,8 +48,5 @@ const char *ms_dryrun_table_header(void);
 /* Append one line (no newline) for r to out. MS_ERR_NOMEM/MS_ERR_TOOLARGE
  * when out cannot hold it; out then holds a partial line. */
 ms_err_t ms_dryrun_format(ms_dryrun_format_t format, const ms_dryrun_record_t *r, ms_buf_t *out);
-
-/* "2026-11-30T02:04:15Z" into buf[cap >= 21]. */
-void ms_dryrun_rfc3339(double unix_seconds, char *buf, size_t cap);
 
 #endif

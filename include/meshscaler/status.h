@@ -26,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "meshscaler/compare.h"
 #include "meshscaler/engine.h"
 #include "meshscaler/error.h"
 #include "meshscaler/spec.h"
@@ -147,6 +148,11 @@ typedef struct {
     bool paused;             /* the paused annotation stops writes */
     const char *pause_note;  /* detail for Paused, e.g. ms_pause_effect_sentence(); may be NULL */
     bool dry_run;            /* spec.dryRun or --dry-run */
+    /* Shadow mode beside an HPA (DECIDED): status.hpaComparison. NULL name: none. */
+    const char *hpa_name;
+    int32_t hpa_desired;
+    const ms_compare_t *hpa_compare;
+    double hpa_since;        /* wall seconds of the first compared sync */
 } ms_status_input_t;
 
 /* Zero *in (every flag false, pointers NULL, outcome DECIDED). */

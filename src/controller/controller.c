@@ -291,8 +291,7 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     }
     c->queue = ms_workqueue_new(NULL);
     c->pod_index = ms__pod_index_new();
-    if (!c->cfg.dry_run)
-        c->target_index = ms__target_index_new();
+    c->target_index = ms__target_index_new();
     if ((c->metrics = ms_metrics_new()) == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
         goto fail;
@@ -343,18 +342,18 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     static const char *const workload_keep[] = {"spec.replicas", "spec.selector", "status.replicas", NULL};
     static const char *const pod_keep[] = {"metadata.labels", "metadata.deletionTimestamp",
                                            "status.conditions", NULL};
-    static const char *const hpa_keep[] = {"spec.scaleTargetRef", NULL};
+    /* Its desired count is what a dry-run MeshAutoscaler is compared with. */
+    static const char *const hpa_keep[] = {"spec.scaleTargetRef", "status.desiredReplicas", NULL};
     ms_kube_informer_options_t o = {0};
 
-    if (!c->cfg.dry_run) {
-        o.compact = true;
-        o.notify = on_hpa;
-        o.ctx = c;
-        o.keep = hpa_keep;
-        if ((c->hpa = start_informer(c, "autoscaling/v2", "horizontalpodautoscalers", &o, errbuf,
-                                     errlen)) == NULL)
-            return MS_ERR_IO;
-    }
+    /* HPAs: conflicts for live objects, the comparison for dry-run ones. */
+    o.compact = true;
+    o.notify = on_hpa;
+    o.ctx = c;
+    o.keep = hpa_keep;
+    if ((c->hpa = start_informer(c, "autoscaling/v2", "horizontalpodautoscalers", &o, errbuf,
+                                 errlen)) == NULL)
+        return MS_ERR_IO;
     memset(&o, 0, sizeof o);
     o.compact = true;
     o.keep = workload_keep;

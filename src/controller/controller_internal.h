@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "meshscaler/compare.h"
 #include "meshscaler/controller.h"
 #include "meshscaler/engine.h"
 #include "meshscaler/informer.h"
@@ -196,6 +197,12 @@ typedef struct ms__object {
      * the leader, the API server failed it, the queue was full): the next
      * sync reports in full, whatever the fingerprint says */
     atomic_bool report_again;
+
+    /* shadow mode beside an HPA on the same target (the worker holding the
+     * key): the comparison, for the HPA named in hpa_compared */
+    char hpa_compared[MS__KEY_MAX]; /* "" none */
+    ms_compare_t hpa_compare;
+    double hpa_since;               /* wall time of the first sample */
 } ms__object_t;
 
 typedef struct {
@@ -252,6 +259,11 @@ void ms__target_index_update(ms__target_index_t *x, const cJSON *obj, bool is_hp
 bool ms__target_index_conflict(ms__target_index_t *x, const char *self_key, const char *ns,
                                const char *api_version, const char *kind, const char *name,
                                char *who, size_t whocap);
+/* The first HPA that scales the target: true, its key in key[cap] and its
+ * status.desiredReplicas in *desired (-1: it has none yet). */
+bool ms__target_index_hpa(ms__target_index_t *x, const char *ns, const char *api_version,
+                          const char *kind, const char *name, char *key, size_t cap,
+                          int32_t *desired);
 /* Call fn for every MeshAutoscaler that names the same target as obj (an HPA
  * or MeshAutoscaler object), e.g. to resync them when an HPA comes or goes. */
 void ms__target_index_each_mas(ms__target_index_t *x, const cJSON *obj,
@@ -324,6 +336,8 @@ typedef struct {
     int ds_allowed;      /* gauge {namespace, name, downstream}: replicas it allows */
     int condition;       /* gauge {namespace, name, type, status}: 1 for the current status */
     int last_reason;     /* gauge {namespace, name, reason}: 1 for the last decision's */
+    int hpa_desired;     /* gauge {namespace, name}: the HPA beside a dry-run object */
+    int hpa_difference;  /* gauge {namespace, name}: meshscaler's desired minus the HPA's */
 } ms__families_t;
 
 /* ---- the controller ---- */
@@ -432,6 +446,9 @@ typedef struct {
     ms_pause_effect_t pause_effect;
     bool conflict;
     char conflict_with[192];
+    bool beside_hpa;             /* dry-run, and an HPA scales the same target */
+    char hpa_key[MS__KEY_MAX];   /* its namespace/name */
+    int32_t hpa_desired;         /* its status.desiredReplicas; -1: none yet */
     bool may_write;              /* no dry-run, pause or conflict stops it */
     bool applied;                /* a scale update was written */
     bool write_failed;

@@ -53,7 +53,7 @@ void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *n
     const int families[] = {c->fam.desired,       c->fam.current,       c->fam.scales,
                             c->fam.metric_value,  c->fam.metric_target, c->fam.metric_desired,
                             c->fam.ds_headroom,   c->fam.ds_allowed,    c->fam.condition,
-                            c->fam.last_reason};
+                            c->fam.last_reason,   c->fam.hpa_desired,   c->fam.hpa_difference};
 
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         ms_metrics_remove_matching(c->metrics, families[i], obj, 2);
@@ -73,6 +73,13 @@ void ms__metrics_declare(ms_controller_t *c)
 
     f->decisions = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_decisions_total",
                                      "Decisions made, by the engine's reason.", reason, 1, NULL, 0);
+    f->hpa_desired = ms_metrics_family(
+        m, MS_METRIC_GAUGE, "meshscaler_hpa_desired_replicas",
+        "Shadow mode: the desired replicas of the HPA that scales the same target.", object, 2,
+        NULL, 0);
+    f->hpa_difference = ms_metrics_family(
+        m, MS_METRIC_GAUGE, "meshscaler_hpa_desired_difference",
+        "Shadow mode: meshscaler's desired replicas minus the HPA's.", object, 2, NULL, 0);
     f->scales = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_scales_total",
                                   "Scale updates written, by direction.", scale, 3, NULL, 0);
     f->desired = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_desired_replicas",

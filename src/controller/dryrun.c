@@ -7,20 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "meshscaler/clock.h"
 #include "meshscaler/decide.h"
 #include "meshscaler/dryrun.h"
 
-
-void ms_dryrun_rfc3339(double unix_seconds, char *buf, size_t cap)
-{
-    time_t t = (time_t)unix_seconds;
-    struct tm tm;
-
-    if (cap == 0)
-        return;
-    if (gmtime_r(&t, &tm) == NULL || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        buf[0] = '\0';
-}
 
 const char *ms_dryrun_table_header(void)
 {
@@ -59,7 +49,7 @@ static ms_err_t table_row(const ms_dryrun_record_t *r, ms_buf_t *out)
     char when[32], object[256], target[256];
     ms_err_t err;
 
-    ms_dryrun_rfc3339(r->wall_time, when, sizeof when);
+    ms_time_rfc3339(r->wall_time, false, when, sizeof when);
     snprintf(object, sizeof object, "%s/%s", r->namespace_, r->name);
     snprintf(target, sizeof target, "%s/%s", r->target_kind, r->target_name);
     err = ms_buf_appendf(out, "%-20s %-30s %-25s %7d -> %-7d %-19s ", when, object, target,
@@ -69,6 +59,8 @@ static ms_err_t table_row(const ms_dryrun_record_t *r, ms_buf_t *out)
         err = metrics_column(r, out);
     if (err == MS_OK && r->note != NULL && r->note[0] != '\0')
         err = ms_buf_appendf(out, " (%s)", r->note);
+    if (err == MS_OK && r->hpa != NULL && r->hpa_desired >= 0)
+        err = ms_buf_appendf(out, " (HPA %s: %d)", r->hpa, (int)r->hpa_desired);
     return err;
 }
 
@@ -81,7 +73,7 @@ static ms_err_t json_line(const ms_dryrun_record_t *r, ms_buf_t *out)
 
     if (o == NULL)
         return MS_ERR_NOMEM;
-    ms_dryrun_rfc3339(r->wall_time, when, sizeof when);
+    ms_time_rfc3339(r->wall_time, false, when, sizeof when);
     snprintf(target, sizeof target, "%s/%s", r->target_kind, r->target_name);
     cJSON_AddStringToObject(o, "timestamp", when);
     cJSON_AddStringToObject(o, "namespace", r->namespace_);
@@ -91,6 +83,14 @@ static ms_err_t json_line(const ms_dryrun_record_t *r, ms_buf_t *out)
         cJSON_AddNumberToObject(o, "appliedReplicas", r->desired);
     if (r->note != NULL && r->note[0] != '\0')
         cJSON_AddStringToObject(o, "note", r->note);
+    if (r->hpa != NULL) {
+        cJSON *hpa = cJSON_AddObjectToObject(o, "hpa");
+        cJSON_AddStringToObject(hpa, "name", r->hpa);
+        if (r->hpa_desired >= 0)
+            cJSON_AddNumberToObject(hpa, "desiredReplicas", r->hpa_desired);
+        else
+            cJSON_AddNullToObject(hpa, "desiredReplicas");
+    }
     if (r->missing_detail != NULL) {
         cJSON *missing = NULL;
         for (size_t i = 0; i < r->decision->nmetrics; i++) {

@@ -167,6 +167,27 @@ static ms_err_t decide(ms__item_t *it)
     return ms_engine_decide(it->spec, &it->state->memory, &obs, &it->d);
 }
 
+/* Shadow mode: the HPA that scales the same target, if any, and the
+ * comparison of its desired count with this decision's. */
+static void compare_with_hpa(ms_controller_t *c, ms__item_t *it)
+{
+    ms__object_t *st = it->state;
+
+    it->hpa_desired = -1;
+    it->beside_hpa = c->target_index != NULL &&
+                     ms__target_index_hpa(c->target_index, it->ns, it->spec->target_api_version,
+                                          it->spec->target_kind, it->spec->target_name,
+                                          it->hpa_key, sizeof it->hpa_key, &it->hpa_desired);
+    if (!it->beside_hpa || it->hpa_desired < 0)
+        return;
+    if (strcmp(st->hpa_compared, it->hpa_key) != 0) {
+        snprintf(st->hpa_compared, sizeof st->hpa_compared, "%s", it->hpa_key);
+        ms_compare_init(&st->hpa_compare);
+        st->hpa_since = it->wall;
+    }
+    ms_compare_add(&st->hpa_compare, it->wall, it->desired, it->hpa_desired);
+}
+
 /* PUT the scale; on a 409 whose re-read still shows the replicas the
  * decision started from, write again at once with the new resourceVersion
  * (only the workload's status moved). Returns the last error; *fresh holds
@@ -255,6 +276,8 @@ static void decide_and_apply(ms_controller_t *c, ms__item_t *it)
         break;
     }
     ms_engine_record_scale(&it->state->memory, it->spec, it->now, change);
+    if (dry)
+        compare_with_hpa(c, it);
 }
 
 /* ---- one key ---- */

@@ -140,6 +140,13 @@ static void object_metrics(ms_controller_t *c, ms__item_t *it)
     it->state->last_reason = it->d.reason;
     metric_series(c, it);
     condition_series(c, it);
+    if (it->beside_hpa && it->hpa_desired >= 0) {
+        ms_metrics_set(c->metrics, c->fam.hpa_desired, obj, it->hpa_desired);
+        ms_metrics_set(c->metrics, c->fam.hpa_difference, obj, it->desired - it->hpa_desired);
+    } else {
+        ms_metrics_remove(c->metrics, c->fam.hpa_desired, obj);
+        ms_metrics_remove(c->metrics, c->fam.hpa_difference, obj);
+    }
 }
 
 /* The sentence about why nothing was written, or NULL. */
@@ -181,6 +188,8 @@ static void dry_run_line(ms_controller_t *c, ms__item_t *it, const char *why)
     r.memory = &it->state->memory;
     r.desired = it->desired;
     r.note = why;
+    r.hpa = it->beside_hpa ? it->hpa_key : NULL;
+    r.hpa_desired = it->hpa_desired;
     ms_buf_init(&line, 1u << 20);
     if (ms_dryrun_format(c->cfg.output, &r, &line) == MS_OK) {
         pthread_mutex_lock(&c->out_lock);
@@ -274,6 +283,13 @@ static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *
     in->pause_note = it->pause_effect != MS_PAUSE_NONE ? ms_pause_effect_sentence(it->pause_effect)
                                                        : NULL;
     in->dry_run = c->cfg.dry_run || it->spec->dry_run;
+    if (it->beside_hpa && it->hpa_desired >= 0) {
+        const char *slash = strchr(it->hpa_key, '/');
+        in->hpa_name = slash ? slash + 1 : it->hpa_key;
+        in->hpa_desired = it->hpa_desired;
+        in->hpa_compare = &it->state->hpa_compare;
+        in->hpa_since = it->state->hpa_since;
+    }
     if (it->write_failed)
         in->problem = it->write_err.message;
     else if (it->conflict)
@@ -288,7 +304,7 @@ static void write_status(ms_controller_t *c, ms__item_t *it)
     char now[32], why[512];
     bool changed = false;
 
-    ms_dryrun_rfc3339(it->wall > 0 ? it->wall : ms_clock_wall(), now, sizeof now);
+    ms_time_rfc3339(it->wall > 0 ? it->wall : ms_clock_wall(), false, now, sizeof now);
     ms_status_input_init(&in);
     in.previous = previous_status(c, it);
     in.spec = it->spec;
@@ -349,10 +365,14 @@ static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
 {
     const ms_decision_t *d = &it->d;
     uint64_t h = 1469598103934665603ull;
+    const ms_compare_t *hc = &it->state->hpa_compare;
+    /* Of the comparison, what changes when something happens: the counts of
+     * syncs ride along with the next write (else every sync would write). */
     int32_t ints[] = {(int32_t)it->generation, d->current_replicas, it->desired, d->reason,
                       d->rate_reason, d->recommendation, d->stabilized_value, d->rate_limited_value,
                       d->downstream_cap, (int32_t)d->metrics_missing, (int32_t)d->failures,
-                      (int32_t)it->pause_effect};
+                      (int32_t)it->pause_effect, it->beside_hpa ? it->hpa_desired : -2,
+                      hc->max_difference, (int32_t)hc->meshscaler_first, (int32_t)hc->hpa_first};
     bool flags[] = {d->has_recommendation, d->stabilized, d->downstream_bound, d->fallback_used,
                     d->retry_storm, d->held_by_storm, d->saturated, it->conflict, it->applied,
                     it->write_failed, c->cfg.dry_run || it->spec->dry_run};

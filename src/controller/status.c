@@ -522,6 +522,29 @@ void ms_status_condition_reasons(const ms_status_input_t *in,
         out[i] = conds[i].reason;
 }
 
+/* Shadow mode beside an HPA: both desired counts, how often and by how much
+ * they differed, who moved up first (compare.h). */
+static cJSON *hpa_comparison(const ms_status_input_t *in)
+{
+    const ms_compare_t *c = in->hpa_compare;
+    cJSON *o = must(cJSON_CreateObject());
+    char since[40];
+
+    ms_time_rfc3339(in->hpa_since, false, since, sizeof since);
+    add_string(o, "hpa", in->hpa_name);
+    add_number(o, "hpaDesiredReplicas", in->hpa_desired);
+    add_string(o, "since", since);
+    add_number(o, "syncs", (double)c->samples);
+    add_number(o, "differingSyncs", (double)c->differing);
+    add_number(o, "meanAbsoluteDifference", round(ms_compare_mean_difference(c) * 1000) / 1000);
+    add_number(o, "maxDifference", c->max_difference);
+    add_number(o, "meshscalerFirstUp", c->meshscaler_first);
+    add_number(o, "hpaFirstUp", c->hpa_first);
+    if (c->last_lead >= 0)
+        add_number(o, "lastLeadSeconds", round(c->last_lead));
+    return o;
+}
+
 static cJSON *build_decided(const ms_status_input_t *in, const cJSON *prev)
 {
     const ms_spec_t *spec = in->spec;
@@ -548,6 +571,8 @@ static cJSON *build_decided(const ms_status_input_t *in, const cJSON *prev)
 
     decided_conditions(in, conds);
     add(status, "conditions", make_conditions(conds, prev_conditions, in->generation, in->now));
+    if (in->hpa_name != NULL && in->hpa_compare != NULL)
+        add(status, "hpaComparison", hpa_comparison(in));
     return status;
 }
 

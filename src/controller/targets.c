@@ -213,6 +213,7 @@ void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_sele
 typedef struct autoscaler {
     char key[MS__KEY_MAX];
     bool is_hpa;
+    int32_t desired; /* an HPA's status.desiredReplicas; -1: none */
     struct autoscaler *next;
 } autoscaler_t;
 
@@ -311,6 +312,12 @@ void ms__target_index_update(ms__target_index_t *x, const cJSON *obj, bool is_hp
         a = ms_xcalloc(1, sizeof *a);
         snprintf(a->key, sizeof a->key, "%s", key);
         a->is_hpa = is_hpa;
+        a->desired = -1;
+        /* 0 is what an HPA that never computed a count shows (its metrics
+         * failed from the start): no decision yet, nothing to compare. */
+        if (is_hpa && cJSON_IsNumber(member(obj, "status", "desiredReplicas")) &&
+            member(obj, "status", "desiredReplicas")->valuedouble >= 1)
+            a->desired = (int32_t)member(obj, "status", "desiredReplicas")->valuedouble;
         a->next = ms_strmap_get(&x->by_target, tkey);
         ms_strmap_put(&x->by_target, tkey, a);
         ms_strmap_put(&x->by_owner, owner, ms_xstrdup(tkey));
@@ -335,6 +342,27 @@ bool ms__target_index_conflict(ms__target_index_t *x, const char *self_key, cons
         if (whocap > 0)
             snprintf(who, whocap, "%s %s", a->is_hpa ? "HorizontalPodAutoscaler" : "MeshAutoscaler",
                      a->key);
+    }
+    pthread_rwlock_unlock(&x->lock);
+    return found;
+}
+
+bool ms__target_index_hpa(ms__target_index_t *x, const char *ns, const char *api_version,
+                          const char *kind, const char *name, char *key, size_t cap,
+                          int32_t *desired)
+{
+    char tkey[1024];
+    bool found = false;
+
+    if (!target_key(ns, api_version, kind, name, tkey, sizeof tkey))
+        return false;
+    pthread_rwlock_rdlock(&x->lock);
+    for (autoscaler_t *a = ms_strmap_get(&x->by_target, tkey); a != NULL && !found; a = a->next) {
+        if (!a->is_hpa)
+            continue;
+        found = true;
+        snprintf(key, cap, "%s", a->key);
+        *desired = a->desired;
     }
     pthread_rwlock_unlock(&x->lock);
     return found;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "meshscaler/clock.h"
 #include "meshscaler/dryrun.h"
 #include "meshscaler/spec_json.h"
 
@@ -107,6 +108,46 @@ static void test_table_note_and_applied(void **state)
     ms_spec_cleanup(&f.spec);
 }
 
+/* Beside an HPA: its name and desired count on the line, in both formats;
+ * an HPA without a decision yet is named, its count null (JSON) or left out. */
+static void test_beside_an_hpa(void **state)
+{
+    fixture_t f;
+    ms_dryrun_record_t r;
+    ms_buf_t out;
+    cJSON *o, *hpa;
+
+    (void)state;
+    decide(&f, 4, 140, false, 0);
+    r = record(&f);
+    r.hpa = "shop/api-server";
+    r.hpa_desired = 5;
+    ms_buf_init(&out, 1 << 16);
+    assert_int_equal(ms_dryrun_format(MS_DRYRUN_TABLE, &r, &out), MS_OK);
+    assert_non_null(strstr(out.data, " (HPA shop/api-server: 5)"));
+    ms_buf_cleanup(&out);
+    ms_buf_init(&out, 1 << 16);
+    assert_int_equal(ms_dryrun_format(MS_DRYRUN_JSON, &r, &out), MS_OK);
+    o = cJSON_Parse(out.data);
+    hpa = cJSON_GetObjectItem(o, "hpa");
+    assert_string_equal(cJSON_GetObjectItem(hpa, "name")->valuestring, "shop/api-server");
+    assert_int_equal(cJSON_GetObjectItem(hpa, "desiredReplicas")->valueint, 5);
+    cJSON_Delete(o);
+    ms_buf_cleanup(&out);
+    r.hpa_desired = -1;
+    ms_buf_init(&out, 1 << 16);
+    assert_int_equal(ms_dryrun_format(MS_DRYRUN_TABLE, &r, &out), MS_OK);
+    assert_null(strstr(out.data, "(HPA"));
+    ms_buf_cleanup(&out);
+    ms_buf_init(&out, 1 << 16);
+    assert_int_equal(ms_dryrun_format(MS_DRYRUN_JSON, &r, &out), MS_OK);
+    o = cJSON_Parse(out.data);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "hpa"), "desiredReplicas")));
+    cJSON_Delete(o);
+    ms_buf_cleanup(&out);
+    ms_spec_cleanup(&f.spec);
+}
+
 static void test_missing_reasons(void **state)
 {
     fixture_t f;
@@ -172,7 +213,7 @@ static void test_rfc3339(void **state)
     char buf[32];
 
     (void)state;
-    ms_dryrun_rfc3339(0, buf, sizeof buf);
+    ms_time_rfc3339(0, false, buf, sizeof buf);
     assert_string_equal(buf, "1970-01-01T00:00:00Z");
 }
 
@@ -182,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_table_row),
         cmocka_unit_test(test_table_note_and_applied),
         cmocka_unit_test(test_json_line_has_decide_fields),
+        cmocka_unit_test(test_beside_an_hpa),
         cmocka_unit_test(test_missing_reasons),
         cmocka_unit_test(test_rfc3339),
     };

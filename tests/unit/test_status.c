@@ -616,6 +616,60 @@ static void test_dry_run_from_input(void **state)
     ms_spec_cleanup(&spec);
 }
 
+/* Shadow mode beside an HPA: hpaComparison holds both counts and the
+ * comparison; without an HPA there is none (a previous one is removed by
+ * the merge patch, the field being absent). */
+static void test_hpa_comparison(void **state)
+{
+    ms_spec_t spec;
+    ms_engine_memory_t mem;
+    ms_decision_t d;
+    ms_status_input_t in;
+    ms_compare_t cmp;
+    const cJSON *h;
+    bool changed;
+    cJSON *st, *again, *patch;
+
+    (void)state;
+    load_spec(spec_two_metrics, &spec);
+    ms_engine_memory_init(&mem);
+    decide(&spec, &mem, 1000, 6, 60, 300, &d);
+    ms_compare_init(&cmp);
+    ms_compare_add(&cmp, 1796000000, 6, 6);
+    ms_compare_add(&cmp, 1796000015, 9, 6);
+    ms_compare_add(&cmp, 1796000075, 9, 8);
+    input(&in, NULL, &spec, &d, T0);
+    in.dry_run = true;
+    in.hpa_name = "api";
+    in.hpa_desired = 8;
+    in.hpa_compare = &cmp;
+    in.hpa_since = 1796000000;
+    st = build(&in, &changed);
+    h = get(st, "hpaComparison");
+    assert_non_null(h);
+    assert_string_equal(str(h, "hpa"), "api");
+    assert_true(num(h, "hpaDesiredReplicas") == 8);
+    assert_string_equal(str(h, "since"), "2026-11-30T00:53:20Z");
+    assert_true(num(h, "syncs") == 3);
+    assert_true(num(h, "differingSyncs") == 2);
+    assert_true(num(h, "meanAbsoluteDifference") == 1.333); /* (0 + 3 + 1) / 3 */
+    assert_true(num(h, "maxDifference") == 3);
+    assert_true(num(h, "meshscalerFirstUp") == 1);
+    assert_true(num(h, "hpaFirstUp") == 0);
+    assert_true(num(h, "lastLeadSeconds") == 60);
+    input(&in, st, &spec, &d, T0);
+    in.dry_run = true;
+    again = build(&in, &changed);
+    assert_true(changed);
+    assert_null(get(again, "hpaComparison"));
+    patch = ms_status_merge_patch(st, again);
+    assert_true(cJSON_IsNull(get(get(patch, "status"), "hpaComparison")));
+    cJSON_Delete(patch);
+    cJSON_Delete(again);
+    cJSON_Delete(st);
+    ms_spec_cleanup(&spec);
+}
+
 static void test_targets_column(void **state)
 {
     ms_spec_t spec;
@@ -941,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_scaling_limited_reasons),
         cmocka_unit_test(test_guardrail_conditions),
         cmocka_unit_test(test_dry_run_from_input),
+        cmocka_unit_test(test_hpa_comparison),
         cmocka_unit_test(test_targets_column),
         cmocka_unit_test(test_invalid_spec_keeps_the_rest),
         cmocka_unit_test(test_failed_get_scale),

@@ -254,6 +254,11 @@ is_replicas_at_least() { local r; r="$(replicas "$1" "$2")"; [[ -n "$r" && "$r" 
 is_reason() { [[ "$(mas_reason "$1" "$2")" == "$3" ]]; }
 has_decision() { [[ -n "$(mas_reason "$1" "$2")" ]]; }
 cond_is() { [[ "$(mas_cond "$1" "$2" "$3")" == "$4"* ]]; }
+# hpa_compared NS NAME N : status.hpaComparison names an HPA that wants N, compared at least once.
+hpa_compared() {
+  [[ "$(jget "$1" mas "$2" '{.status.hpaComparison.hpaDesiredReplicas}')" == "$3" &&
+     "$(jget "$1" mas "$2" '{.status.hpaComparison.syncs}')" -ge 1 ]] 2>/dev/null
+}
 
 # hold SECONDS NS DEPLOY REPLICAS : the Deployment keeps REPLICAS the whole time.
 # On a change, HOLD_SEEN says what and when.

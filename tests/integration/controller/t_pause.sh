@@ -6,6 +6,9 @@
 #                               event, no write until the HPA is deleted
 #   sd  spec.dryRun, on h1 too  runs beside the HPA (the migration path):
 #                               decides and records status, condition DryRun
+#   sh  spec.dryRun on hs       beside an HPA that has decided (min 3 lifts hs
+#                               from 1 to 3): status.hpaComparison, the HPA
+#                               column of -o wide, the /metrics gauges
 #   p3  paused-scale-out        2 replicas, load asks 6: stays 2
 #   p4  paused-scale-in         5 replicas, load asks 2, scale-down window 0:
 #                               stays 5
@@ -25,12 +28,14 @@ test_pause() {
   deployment "$ns" p3 2
   deployment "$ns" p4 5
   deployment "$ns" dd 2
+  deployment "$ns" hs 1
   series_set test_load "$ns" p3 60
   series_set test_load "$ns" p4 20
   series_set test_load "$ns" dd 60
   series_set test_load "$ns" p1 60
   series_set test_load "$ns" p2 70
   series_set test_load "$ns" h1 60
+  series_set test_load "$ns" hs 60
   publish
   k apply -n "$ns" -f - >/dev/null <<YAML
 apiVersion: autoscaling/v2
@@ -43,6 +48,17 @@ spec:
   metrics:
   - type: Resource
     resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: hs}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hs}
+  minReplicas: 3
+  maxReplicas: 3
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
 YAML
   {
     mas_to p1 apps/v1 Deployment p1 | sed 's/^metadata: .*/metadata: {name: p1, annotations: {autoscaling.meshscaler.io\/paused: "true"}}/'
@@ -52,6 +68,8 @@ YAML
     mas_to h1 apps/v1 Deployment h1
     echo ---
     mas_to sd apps/v1 Deployment h1 | sed 's/^  maxReplicas: 10/  maxReplicas: 10\n  dryRun: true/'
+    echo ---
+    mas_to sh apps/v1 Deployment hs | sed 's/^  maxReplicas: 10/  maxReplicas: 10\n  dryRun: true/'
     echo ---
     mas_to p3 apps/v1 Deployment p3 | sed 's/^metadata: .*/metadata: {name: p3, annotations: {autoscaling.meshscaler.io\/paused-scale-out: "true"}}/'
     echo ---
@@ -94,6 +112,25 @@ YAML
     ok "sd (spec.dryRun) beside the HPA decides (desired $(mas_desired "$ns" sd), $(mas_reason "$ns" sd)), DryRun True, no conflict"
   else
     fail "sd (spec.dryRun) beside the HPA: lastDecision '$(mas_reason "$ns" sd)', DryRun '$(mas_cond "$ns" sd DryRun)', AbleToScale '$(mas_cond "$ns" sd AbleToScale)'"
+  fi
+  # sh beside hs's HPA, which lifted hs to its minimum of 3: both compared.
+  if wait_for 30 hpa_compared "$ns" sh 3; then
+    ok "sh (shadow mode) records the HPA beside it: $(jget "$ns" mas sh '{.status.hpaComparison}')"
+  else
+    fail "sh: no comparison with the HPA (hs replicas $(replicas "$ns" hs), HPA desired $(jget "$ns" hpa hs '{.status.desiredReplicas}'), status $(mas_status_json "$ns" sh | cut -c1-300))"
+  fi
+  if [[ "$(k get mas sh -n "$ns" -o wide 2>/dev/null | awk 'NR==1{for(i=1;i<=NF;i++) if($i=="HPA") c=i} NR==2{print $c}')" == 3 ]]; then
+    ok "kubectl get mas -o wide shows the HPA's desired count (3)"
+  else
+    fail "kubectl get mas -o wide: $(k get mas sh -n "$ns" -o wide 2>&1 | tr '\n' ';')"
+  fi
+  local series
+  series="$(ctl_metrics live | grep -E "^meshscaler_hpa_desired_(replicas|difference)\{namespace=\"$ns\",name=\"sh\"\}")"
+  if grep -q '^meshscaler_hpa_desired_replicas{.*} 3$' <<<"$series" &&
+     grep -q "^meshscaler_hpa_desired_difference{.*} $(( $(mas_desired "$ns" sh) - 3 ))\$" <<<"$series"; then
+    ok "/metrics: the HPA's desired count and the difference ($(tr '\n' ' ' <<<"$series"))"
+  else
+    fail "/metrics for sh: '$series' (sh desired $(mas_desired "$ns" sh))"
   fi
   local m
   for m in m1 m2; do
