@@ -119,7 +119,8 @@ YAML
   else
     fail "sh: no comparison with the HPA (hs replicas $(replicas "$ns" hs), HPA desired $(jget "$ns" hpa hs '{.status.desiredReplicas}'), status $(mas_status_json "$ns" sh | cut -c1-300))"
   fi
-  if [[ "$(k get mas sh -n "$ns" -o wide 2>/dev/null | awk 'NR==1{for(i=1;i<=NF;i++) if($i=="HPA") c=i} NR==2{print $c}')" == 3 ]]; then
+  # HPA is the last column but AGE (TARGETS holds a space: count from the end).
+  if [[ "$(k get mas sh -n "$ns" -o wide 2>/dev/null | awk 'NR==1{h=$(NF-1)} NR==2{print h, $(NF-1)}')" == "HPA 3" ]]; then
     ok "kubectl get mas -o wide shows the HPA's desired count (3)"
   else
     fail "kubectl get mas -o wide: $(k get mas sh -n "$ns" -o wide 2>&1 | tr '\n' ';')"
