@@ -175,7 +175,8 @@ say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync pe
   --set "prometheus.url=$PROMETHEUS_CLUSTER_URL" --set "controller.syncPeriod=${MESH_SYNC_S}s" \
   --set replicaCount=1 --set controller.logLevel=debug --wait --timeout 180s >"$OUT/logs/helm.log" 2>&1 \
   || { cat "$OUT/logs/helm.log" >&2; die "helm install failed"; }
-{ hpa "$NS_HPA"; echo ---; mas "$NS_MESH"; } | k apply -f - >/dev/null || die "could not apply the HPA and the MeshAutoscaler"
+{ hpa "$NS_HPA"; echo ---; shadow_mas "$NS_HPA"; echo ---; mas "$NS_MESH"; } | k apply -f - >/dev/null ||
+  die "could not apply the HPA and the MeshAutoscalers"
 
 eventually() { # eventually SECONDS WHAT CMD...
   local secs="$1" what="$2" deadline=$((SECONDS + $1)); shift 2
@@ -248,7 +249,7 @@ cat >"$OUT/logs/params.json" <<EOF
  "app_cpu_request": "$APP_CPU_REQUEST", "startup_delay_s": $STARTUP_DELAY, "pod_admits_per_s": $POD_ADMITS,
  "target_utilization": $TARGET_UTILIZATION, "rate_window": "$RATE_WINDOW", "mesh_sync_s": $MESH_SYNC_S,
  "hpa_sync_s": $HPA_SYNC_S, "recover_bound_s": $RECOVER_BOUND_S,
- "events_json": "$OUT/logs/mesh-events.json", "replicas_log": "$OUT/logs/replicas.log", "hpa_log": "$OUT/logs/hpa.log", "decisions_log": "$OUT/logs/decisions.log",
+ "events_json": "$OUT/logs/mesh-events.json", "shadow_json": "$OUT/logs/shadow.json", "replicas_log": "$OUT/logs/replicas.log", "hpa_log": "$OUT/logs/hpa.log", "decisions_log": "$OUT/logs/decisions.log",
  "arms": {
   "hpa": {"label": "(a) HPA", "namespace": "$NS_HPA", "target": "lab-load-hpa", "autoscaler": "HorizontalPodAutoscaler (CPU)",
           "summary": "$OUT/logs/load-hpa.json"},
@@ -271,7 +272,8 @@ if [ "$rc_hpa" -ne 0 ] || [ "$rc_mesh" -ne 0 ]; then
   say "a load client exited with an error ($rc_hpa, $rc_mesh; see $OUT/logs/load-*.err)"
 fi
 k -n "$NS_SYS" logs "deploy/$REL-meshscaler" >"$OUT/logs/controller.log" 2>&1 || true
-k get hpa,mas -A >"$OUT/logs/autoscalers.txt" 2>&1 || true
+k get hpa,mas -A -o wide >"$OUT/logs/autoscalers.txt" 2>&1 || true
+k -n "$NS_HPA" get mas shadow -o json >"$OUT/logs/shadow.json" 2>/dev/null || true
 # meshscaler's SuccessfulRescale events carry the whole explanation of each scale.
 k -n "$NS_MESH" get events --field-selector reason=SuccessfulRescale -o json >"$OUT/logs/mesh-events.json" 2>/dev/null || true
 

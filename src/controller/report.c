@@ -372,7 +372,8 @@ static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
                       d->rate_reason, d->recommendation, d->stabilized_value, d->rate_limited_value,
                       d->downstream_cap, (int32_t)d->metrics_missing, (int32_t)d->failures,
                       (int32_t)it->pause_effect, it->beside_hpa ? it->hpa_desired : -2,
-                      hc->max_difference, (int32_t)hc->meshscaler_first, (int32_t)hc->hpa_first};
+                      hc->max_difference, (int32_t)hc->meshscaler_first, (int32_t)hc->hpa_first,
+                      (int32_t)hc->leader};
     bool flags[] = {d->has_recommendation, d->stabilized, d->downstream_bound, d->fallback_used,
                     d->retry_storm, d->held_by_storm, d->saturated, it->conflict, it->applied,
                     it->write_failed, c->cfg.dry_run || it->spec->dry_run};

@@ -542,6 +542,12 @@ static cJSON *hpa_comparison(const ms_status_input_t *in)
     add_number(o, "hpaFirstUp", c->hpa_first);
     if (c->last_lead >= 0)
         add_number(o, "lastLeadSeconds", round(c->last_lead));
+    if (c->leader != MS_COMPARE_NOBODY) {
+        char start[40];
+        ms_time_rfc3339(c->race_start, false, start, sizeof start);
+        add_string(o, "leading", c->leader == MS_COMPARE_MESHSCALER ? "meshscaler" : "hpa");
+        add_string(o, "leadingSince", start);
+    }
     return o;
 }
 

@@ -657,6 +657,13 @@ static void test_hpa_comparison(void **state)
     assert_true(num(h, "meshscalerFirstUp") == 1);
     assert_true(num(h, "hpaFirstUp") == 0);
     assert_true(num(h, "lastLeadSeconds") == 60);
+    assert_null(get(h, "leading"));
+    cJSON_Delete(st);
+    ms_compare_add(&cmp, 1796000090, 9, 10); /* the HPA goes higher first */
+    st = build(&in, &changed);
+    h = get(st, "hpaComparison");
+    assert_string_equal(str(h, "leading"), "hpa");
+    assert_string_equal(str(h, "leadingSince"), "2026-11-30T00:54:50Z");
     input(&in, st, &spec, &d, T0);
     in.dry_run = true;
     again = build(&in, &changed);

@@ -135,6 +135,14 @@ $(behavior)
 EOF
 }
 
+# Shadow mode in the HPA arm: the same MeshAutoscaler, dryRun, beside the HPA on its
+# Deployment. It writes nothing; its status.hpaComparison records both desired counts
+# every sync and who raised the count first (docs/migration.md, step 2).
+shadow_mas() {
+  mas "$1" | sed -e 's/^metadata: {name: web,/metadata: {name: shadow,/' \
+    -e 's/^\(  maxReplicas: .*\)$/\1\n  dryRun: true/'
+}
+
 # The edge: one HAProxy on the host in front of both Services (a frontend each), as an
 # ingress or the client's own mesh proxy would be. It balances per request: the
 # client's connections stay open (keep-alive), but each request goes to the Service

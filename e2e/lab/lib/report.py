@@ -372,6 +372,18 @@ def main():
           m["time_to_recover_s"] is not None and m["time_to_recover_s"] <= p["recover_bound_s"])
     check("meshscaler: scaled enough (peak %d replicas >= %d)" % (m["peak_replicas"], needed),
           m["peak_replicas"] >= needed)
+    # Shadow mode in the HPA arm: meshscaler in dry-run beside the HPA on its Deployment.
+    try:
+        cmp = json.load(open(p["shadow_json"]))["status"]["hpaComparison"]
+    except (KeyError, OSError, ValueError, TypeError):
+        cmp = {}
+    summary["shadow_comparison"] = cmp
+    check("shadow: meshscaler in dry-run beside the HPA asked more than it (max difference %s, "
+          "%s of %s syncs differed)" % (cmp.get("maxDifference"), cmp.get("differingSyncs"), cmp.get("syncs")),
+          (cmp.get("maxDifference") or 0) > 0)
+    check("shadow: meshscaler raised its count first (meshscalerFirstUp %s, hpaFirstUp %s, leading %s)"
+          % (cmp.get("meshscalerFirstUp"), cmp.get("hpaFirstUp"), cmp.get("leading")),
+          (cmp.get("meshscalerFirstUp") or 0) >= 1 or cmp.get("leading") == "meshscaler")
     summary["checks"] = checks
     summary["recover_bound_s"] = p["recover_bound_s"]
     # The run's settings (the chart is redrawn from them), without this machine's paths.
