@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 #include "meshscaler/buf.h"
 #include "meshscaler/engine.h"
 #include "meshscaler/error.h"
@@ -35,6 +37,7 @@ typedef struct {
      * JSON: "hpa": {"name", "desiredReplicas"}. */
     const char *hpa;
     int32_t hpa_desired;
+    const cJSON *hpa_metrics; /* its status.currentMetrics, as the HPA wrote them (JSON only) */
     /* Why each missing metric is missing, indexed like spec->metrics: a short
      * code for the table ("NO_DATA") and a sentence for JSON ("missing"
      * object). NULL arrays or entries: not said. */

@@ -343,7 +343,8 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     static const char *const pod_keep[] = {"metadata.labels", "metadata.deletionTimestamp",
                                            "status.conditions", NULL};
     /* Its desired count is what a dry-run MeshAutoscaler is compared with. */
-    static const char *const hpa_keep[] = {"spec.scaleTargetRef", "status.desiredReplicas", NULL};
+    static const char *const hpa_keep[] = {"spec.scaleTargetRef", "status.desiredReplicas",
+                                           "status.currentMetrics", NULL};
     ms_kube_informer_options_t o = {0};
 
     /* HPAs: conflicts for live objects, the comparison for dry-run ones. */

@@ -259,11 +259,13 @@ void ms__target_index_update(ms__target_index_t *x, const cJSON *obj, bool is_hp
 bool ms__target_index_conflict(ms__target_index_t *x, const char *self_key, const char *ns,
                                const char *api_version, const char *kind, const char *name,
                                char *who, size_t whocap);
-/* The first HPA that scales the target: true, its key in key[cap] and its
- * status.desiredReplicas in *desired (-1: it has none yet). */
+/* The first HPA that scales the target: true, its key in key[cap], its
+ * status.desiredReplicas in *desired (-1: it has none yet) and, when metrics
+ * is not NULL, a copy of its status.currentMetrics (the caller's; NULL when
+ * it has none). */
 bool ms__target_index_hpa(ms__target_index_t *x, const char *ns, const char *api_version,
                           const char *kind, const char *name, char *key, size_t cap,
-                          int32_t *desired);
+                          int32_t *desired, cJSON **metrics);
 /* Call fn for every MeshAutoscaler that names the same target as obj (an HPA
  * or MeshAutoscaler object), e.g. to resync them when an HPA comes or goes. */
 void ms__target_index_each_mas(ms__target_index_t *x, const cJSON *obj,
@@ -449,6 +451,7 @@ typedef struct {
     bool beside_hpa;             /* dry-run, and an HPA scales the same target */
     char hpa_key[MS__KEY_MAX];   /* its namespace/name */
     int32_t hpa_desired;         /* its status.desiredReplicas; -1: none yet */
+    cJSON *hpa_metrics;          /* owned copy of its status.currentMetrics, or NULL */
     bool may_write;              /* no dry-run, pause or conflict stops it */
     bool applied;                /* a scale update was written */
     bool write_failed;

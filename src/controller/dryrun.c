@@ -90,6 +90,8 @@ static ms_err_t json_line(const ms_dryrun_record_t *r, ms_buf_t *out)
             cJSON_AddNumberToObject(hpa, "desiredReplicas", r->hpa_desired);
         else
             cJSON_AddNullToObject(hpa, "desiredReplicas");
+        if (r->hpa_metrics != NULL)
+            cJSON_AddItemToObject(hpa, "currentMetrics", cJSON_Duplicate(r->hpa_metrics, true));
     }
     if (r->missing_detail != NULL) {
         cJSON *missing = NULL;

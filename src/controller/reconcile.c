@@ -177,7 +177,8 @@ static void compare_with_hpa(ms_controller_t *c, ms__item_t *it)
     it->beside_hpa = c->target_index != NULL &&
                      ms__target_index_hpa(c->target_index, it->ns, it->spec->target_api_version,
                                           it->spec->target_kind, it->spec->target_name,
-                                          it->hpa_key, sizeof it->hpa_key, &it->hpa_desired);
+                                          it->hpa_key, sizeof it->hpa_key, &it->hpa_desired,
+                                          c->cfg.dry_run ? &it->hpa_metrics : NULL);
     if (!it->beside_hpa || it->hpa_desired < 0)
         return;
     if (strcmp(st->hpa_compared, it->hpa_key) != 0) {
@@ -364,5 +365,6 @@ void ms__sync_key(ms_controller_t *c, const char *key)
     pthread_mutex_unlock(&c->objects.lock);
     atomic_store(&c->progress, (uint_fast64_t)(ms_clock_monotonic() * 1000));
     cJSON_Delete(it.obj);
+    cJSON_Delete(it.hpa_metrics);
     ms__round_release(round);
 }

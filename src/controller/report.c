@@ -190,6 +190,7 @@ static void dry_run_line(ms_controller_t *c, ms__item_t *it, const char *why)
     r.note = why;
     r.hpa = it->beside_hpa ? it->hpa_key : NULL;
     r.hpa_desired = it->hpa_desired;
+    r.hpa_metrics = it->hpa_metrics;
     ms_buf_init(&line, 1u << 20);
     if (ms_dryrun_format(c->cfg.output, &r, &line) == MS_OK) {
         pthread_mutex_lock(&c->out_lock);

@@ -214,6 +214,7 @@ typedef struct autoscaler {
     char key[MS__KEY_MAX];
     bool is_hpa;
     int32_t desired; /* an HPA's status.desiredReplicas; -1: none */
+    cJSON *metrics;  /* an HPA's status.currentMetrics: owned copy, or NULL */
     struct autoscaler *next;
 } autoscaler_t;
 
@@ -244,6 +245,7 @@ void ms__target_index_free(ms__target_index_t *x)
     while (ms_strmap_next(&x->by_target, &pos, &key, &val))
         for (autoscaler_t *a = val, *next; a != NULL; a = next) {
             next = a->next;
+            cJSON_Delete(a->metrics);
             free(a);
         }
     for (pos = 0; ms_strmap_next(&x->by_owner, &pos, &key, &val);)
@@ -278,6 +280,7 @@ static void unlink_owner(ms__target_index_t *x, const char *owner, const char *k
         if (strcmp((*pp)->key, key) == 0 && (*pp)->is_hpa == (owner[0] == 'h')) {
             autoscaler_t *gone = *pp;
             *pp = gone->next;
+            cJSON_Delete(gone->metrics);
             free(gone);
             break;
         }
@@ -318,6 +321,8 @@ void ms__target_index_update(ms__target_index_t *x, const cJSON *obj, bool is_hp
         if (is_hpa && cJSON_IsNumber(member(obj, "status", "desiredReplicas")) &&
             member(obj, "status", "desiredReplicas")->valuedouble >= 1)
             a->desired = (int32_t)member(obj, "status", "desiredReplicas")->valuedouble;
+        if (is_hpa && cJSON_IsArray(member(obj, "status", "currentMetrics")))
+            a->metrics = cJSON_Duplicate(member(obj, "status", "currentMetrics"), true);
         a->next = ms_strmap_get(&x->by_target, tkey);
         ms_strmap_put(&x->by_target, tkey, a);
         ms_strmap_put(&x->by_owner, owner, ms_xstrdup(tkey));
@@ -349,7 +354,7 @@ bool ms__target_index_conflict(ms__target_index_t *x, const char *self_key, cons
 
 bool ms__target_index_hpa(ms__target_index_t *x, const char *ns, const char *api_version,
                           const char *kind, const char *name, char *key, size_t cap,
-                          int32_t *desired)
+                          int32_t *desired, cJSON **metrics)
 {
     char tkey[1024];
     bool found = false;
@@ -363,6 +368,8 @@ bool ms__target_index_hpa(ms__target_index_t *x, const char *ns, const char *api
         found = true;
         snprintf(key, cap, "%s", a->key);
         *desired = a->desired;
+        if (metrics != NULL)
+            *metrics = a->metrics ? cJSON_Duplicate(a->metrics, true) : NULL;
     }
     pthread_rwlock_unlock(&x->lock);
     return found;

@@ -120,8 +120,11 @@ static void test_beside_an_hpa(void **state)
     (void)state;
     decide(&f, 4, 140, false, 0);
     r = record(&f);
+    cJSON *cpu = cJSON_Parse("[{\"type\":\"Resource\",\"resource\":{\"name\":\"cpu\","
+                             "\"current\":{\"averageUtilization\":41}}}]");
     r.hpa = "shop/api-server";
     r.hpa_desired = 5;
+    r.hpa_metrics = cpu;
     ms_buf_init(&out, 1 << 16);
     assert_int_equal(ms_dryrun_format(MS_DRYRUN_TABLE, &r, &out), MS_OK);
     assert_non_null(strstr(out.data, " (HPA shop/api-server: 5)"));
@@ -132,6 +135,10 @@ static void test_beside_an_hpa(void **state)
     hpa = cJSON_GetObjectItem(o, "hpa");
     assert_string_equal(cJSON_GetObjectItem(hpa, "name")->valuestring, "shop/api-server");
     assert_int_equal(cJSON_GetObjectItem(hpa, "desiredReplicas")->valueint, 5);
+    /* the HPA's own reading, as it wrote it */
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+                         cJSON_GetArrayItem(cJSON_GetObjectItem(hpa, "currentMetrics"), 0),
+                         "resource"), "current"), "averageUtilization")->valueint, 41);
     cJSON_Delete(o);
     ms_buf_cleanup(&out);
     r.hpa_desired = -1;
@@ -144,6 +151,7 @@ static void test_beside_an_hpa(void **state)
     o = cJSON_Parse(out.data);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "hpa"), "desiredReplicas")));
     cJSON_Delete(o);
+    cJSON_Delete(cpu);
     ms_buf_cleanup(&out);
     ms_spec_cleanup(&f.spec);
 }
