@@ -15,6 +15,9 @@
 #   integration     against one shared environment from e2e/local: the CRD, the
 #                   clients, the controller, the image (Docker) and the chart
 #                   installed in-cluster: every tests/integration/*/run.sh
+#   lab             the incident lab, shortened (e2e/lab/blind-vs-aware.sh --short):
+#                   the HPA on CPU and meshscaler side by side on real pods under the
+#                   same peak, a dry-run meshscaler beside the HPA; asserts directions
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
 # Under CI=true nothing may be skipped: a suite in MS_SKIP, a ctest test that
 # skips, or an integration runner that exits 77 fails the run instead. The
@@ -163,6 +166,7 @@ suite bench bench
 suite chart bash tests/chart/run.sh
 suite e2e-smoke e2e_smoke
 suite integration integration
+suite lab bash e2e/lab/blind-vs-aware.sh --short
 
 echo
 if [[ $failed -gt 0 ]]; then
