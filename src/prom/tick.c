@@ -603,8 +603,6 @@ ms_err_t ms_prom_tick_run_with(ms_prom_tick_t *t, ms_prom_runner_fn run, void *c
     for (size_t i = 0; i < n; i++)
         plan_object(t, &objs[i], t->plan + i * NSLOTS);
     plan_presets(t);
-    for (size_t q = 0; q < t->nqueries; q++)
-        t->queries[q].query = t->texts[q];
     err = run(ctx, t->queries, t->nqueries);
     t->stats.queries_sent = t->nqueries;
     digest(t);

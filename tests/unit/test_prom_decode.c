@@ -316,6 +316,20 @@ static void test_every_truncation(void **state)
     }
 }
 
+/* A body that is no Prometheus answer is quoted in the message, its control
+ * characters as spaces (the message is one printable line). */
+static void test_garbage_is_quoted_printably(void **state)
+{
+    static const char body[] = "<html>\tBad\x01Gateway\x7f</html>";
+    ms_prom_result_t r;
+    (void)state;
+
+    ms_prom_result_init(&r);
+    assert_int_equal(ms_prom_decode(body, sizeof body - 1, 502, &r), MS_PROM_HTTP_STATUS);
+    assert_non_null(strstr(r.message, "<html> Bad Gateway </html>"));
+    ms_prom_result_cleanup(&r);
+}
+
 static void test_garbage_and_odd_bodies(void **state)
 {
     static const struct {
@@ -406,6 +420,8 @@ static void test_value_strings(void **state)
         {"", false, 0},        {"-", false, 0},      {"1e", false, 0},     {"0x10", false, 0},
         {"inf", false, 0},     {"nan", false, 0},    {"1 ", false, 0},     {" 1", false, 0},
         {"1,5", false, 0},     {"Infinity", false, 0}, {".", false, 0},
+        /* an exponent's sign is optional; its digits are not */
+        {"1e5", true, 1e5},    {"2.5E3", true, 2500}, {"1e+", false, 0},    {"1e-", false, 0},
     };
     double v;
     (void)state;
@@ -427,6 +443,10 @@ static void test_reason_names(void **state)
     assert_string_equal(ms_prom_reason_name(MS_PROM_OK), "OK");
     assert_string_equal(ms_prom_reason_name(MS_PROM_NO_DATA), "NO_DATA");
     assert_string_equal(ms_prom_reason_name((ms_prom_reason_t)999), "UNKNOWN");
+    assert_string_equal(ms_prom_reason_sentence(MS_PROM_OK), "the value was observed");
+    assert_string_equal(ms_prom_reason_sentence(MS_PROM_NOT_CONFIGURED),
+                        "no query is configured for this value");
+    assert_string_equal(ms_prom_reason_sentence((ms_prom_reason_t)999), "unknown reason");
     for (int i = 0; i < MS_PROM__COUNT; i++)
         assert_true(strlen(ms_prom_reason_sentence((ms_prom_reason_t)i)) > 5);
 }
@@ -870,6 +890,7 @@ int main(void)
         cmocka_unit_test(test_staleness_both_ways),
         cmocka_unit_test(test_every_truncation),
         cmocka_unit_test(test_garbage_and_odd_bodies),
+        cmocka_unit_test(test_garbage_is_quoted_printably),
         cmocka_unit_test(test_transport_failures),
         cmocka_unit_test(test_value_strings),
         cmocka_unit_test(test_reason_names),

@@ -366,6 +366,105 @@ static void test_preset_pod_counts(void **state)
     ms_spec_cleanup(&user);
 }
 
+/* ---- every slot of an object at once ---- */
+
+/* Answers "vector(X)" with X (what Prometheus would). */
+static ms_err_t run_numbers(void *ctx, ms_prom_query_t *qs, size_t n)
+{
+    size_t *calls = ctx;
+
+    (*calls)++;
+    for (size_t i = 0; i < n; i++) {
+        char body[256];
+        double x;
+
+        if (sscanf(qs[i].query, "vector(%lf)", &x) != 1)
+            fail_msg("not a vector(X): %s", qs[i].query);
+        snprintf(body, sizeof body,
+                 "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
+                 "[{\"metric\":{},\"value\":[1796001800,\"%.17g\"]}]}}", x);
+        ms_prom_decode(body, strlen(body), 200, &qs[i].result);
+    }
+    return MS_OK;
+}
+
+static char *vector_of(double x)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "vector(%g)", x);
+    return strdup(buf);
+}
+
+/* 16 metrics, each saturated, 8 downstreams and the retry share: every value
+ * of an object has a slot of its own (mutants: the slot layout). */
+static void spec_every_slot(ms_spec_t *s)
+{
+    ms_spec_init(s);
+    for (size_t i = 0; i < MS_MAX_METRICS; i++) {
+        add_metric(s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 10);
+        s->metrics[i].query = vector_of(100 + (double)i);
+        s->saturation[i] = (ms_saturation_spec_t){true, vector_of(200 + (double)i),
+                                                  vector_of(300 + (double)i)};
+    }
+    for (size_t d = 0; d < MS_MAX_DOWNSTREAMS; d++) {
+        snprintf(s->downstreams[d].name, sizeof s->downstreams[d].name, "d%zu", d);
+        s->downstreams[d].usage_query = vector_of(400 + (double)d);
+        s->downstreams[d].limit_query = vector_of(500 + (double)d);
+        s->downstreams[d].per_replica = 1;
+        s->downstreams[d].max_utilization = 0.7;
+    }
+    s->ndownstreams = MS_MAX_DOWNSTREAMS;
+    s->retry_storm = (ms_retry_storm_spec_t){true, vector_of(0.25), 0.3};
+}
+
+static void expect_every_slot(const ms_prom_object_obs_t *o)
+{
+    for (size_t i = 0; i < MS_MAX_METRICS; i++) {
+        expect(o, i, MS_PROM_OK, 100 + (double)i);
+        assert_true(o->obs.saturation[i].rejected.present &&
+                    o->obs.saturation[i].rejected.value == 200 + (double)i);
+        assert_true(o->obs.saturation[i].admitted.present &&
+                    o->obs.saturation[i].admitted.value == 300 + (double)i);
+    }
+    for (size_t d = 0; d < MS_MAX_DOWNSTREAMS; d++) {
+        assert_true(o->obs.downstreams[d].usage.value == 400 + (double)d);
+        assert_true(o->obs.downstreams[d].limit.value == 500 + (double)d);
+    }
+    assert_true(o->obs.retry_share.present && o->obs.retry_share.value == 0.25);
+}
+
+static void test_every_slot_at_once(void **state)
+{
+    ms_prom_preset_options_t opts = {0};
+    char err[MS_ERRBUF_SIZE];
+    ms_prom_tick_t *tick = ms_prom_tick_new(&opts, err, sizeof err);
+    ms_prom_tick_stats_t st;
+    ms_prom_object_obs_t out, later;
+    ms_prom_object_t obj;
+    ms_spec_t s;
+    size_t calls = 0;
+    (void)state;
+
+    spec_every_slot(&s);
+    obj = object(&s, "shop", "web");
+    assert_int_equal(ms_prom_tick_run_with(tick, run_numbers, &calls, &obj, 1, &out), MS_OK);
+    expect_every_slot(&out);
+    ms_prom_tick_stats(tick, &st);
+    assert_int_equal(st.queries_sent, 16 * 3 + 8 * 2 + 1);
+    /* A second run counts its own figures, not the sum of both; read back
+     * later (out NULL), each object's values are still there. */
+    assert_int_equal(ms_prom_tick_run_with(tick, run_numbers, &calls, &obj, 1, NULL), MS_OK);
+    ms_prom_tick_stats(tick, &st);
+    assert_int_equal(st.queries_sent, 16 * 3 + 8 * 2 + 1);
+    assert_int_equal(st.user_refs, 16 * 3 + 8 * 2 + 1);
+    assert_int_equal(st.objects, 1);
+    ms_prom_tick_observe(tick, &obj, 0, &later);
+    expect_every_slot(&later);
+    assert_int_equal(calls, 2);
+    ms_prom_tick_free(tick);
+    ms_spec_cleanup(&s);
+}
+
 /* A preset field per (workload, field): "wl", "usage", "-3" in a vector. */
 #define PRESET_ROW(wl, field, v)                                                                   \
     "{\"metric\":{\"namespace\":\"shop\",\"ms_workload\":\"" wl "\",\"ms_field\":\"" field         \
@@ -380,7 +479,7 @@ static void test_negative_preset_values_are_missing(void **state)
          "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
          PRESET_ROW("neg", "usage", "-3") "," PRESET_ROW("neg", "limit", "20") ","
          PRESET_ROW("neg", "usage_all", "-3") "," PRESET_ROW("neg", "pods", "1") ","
-         PRESET_ROW("neglimit", "usage", "4") "," PRESET_ROW("neglimit", "limit", "-10") ","
+         PRESET_ROW("neglimit", "usage", "4") "," PRESET_ROW("neglimit", "limit", "-0.5") ","
          PRESET_ROW("neglimit", "usage_all", "4") "," PRESET_ROW("neglimit", "pods", "1") ","
          PRESET_ROW("ok", "usage", "6") "," PRESET_ROW("ok", "limit", "20") ","
          PRESET_ROW("ok", "usage_all", "6") "," PRESET_ROW("ok", "pods", "2") "]}}"},
@@ -596,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_cpu_preset_one_query_for_all_containers),
         cmocka_unit_test(test_preset_pod_counts),
         cmocka_unit_test(test_negative_preset_values_are_missing),
+        cmocka_unit_test(test_every_slot_at_once),
         cmocka_unit_test(test_user_queries_deduplicated),
         cmocka_unit_test(test_user_query_outcomes),
         cmocka_unit_test(test_failed_batch_leaves_everything_missing),
