@@ -2,9 +2,11 @@
 """chart.py: the lab's SVG chart, with no third-party modules.
 
 Three panels on one time axis (seconds since the load started):
-  1. (a) the HPA arm: offered load, admitted (successes/s) and errors/s;
-  2. (b) the meshscaler arm: the same;
+  1. arm (a) (blind-vs-aware: the HPA; retry-storm: meshscaler without the guard):
+     offered load, admitted (successes/s) and errors/s;
+  2. arm (b) (meshscaler; with the guard): the same;
   3. replicas of both arms (solid: spec.replicas; dotted: Ready).
+The arms, their titles and the headline come from the run's params.
 The peak's ramp and hold are shaded in every panel. The title carries the figures.
 
   chart.py SERIES.json SUMMARY.json OUT.svg    redraw from a run's files
@@ -17,8 +19,8 @@ W, H = 1100, 820
 LEFT, RIGHT = 80, 215
 PANELS = [(105, 285), (345, 525), (580, 745)]  # (top, bottom) of each plot area
 
-COLORS = {"offered": "#7f7f7f", "admitted": "#2ca02c", "errors": "#d62728",
-          "hpa": "#ff7f0e", "mesh": "#1f77b4"}
+COLORS = {"offered": "#7f7f7f", "admitted": "#2ca02c", "errors": "#d62728"}
+ARM_COLORS = ("#ff7f0e", "#1f77b4")  # arm (a), arm (b)
 
 
 def nice_max(v):
@@ -103,11 +105,14 @@ def write_svg(path, summary, series, replicas, p):
     rep_max = int(rep_max) + 1
 
     figs = summary["arms"]
-    svg.text(W / 2, 24, "blind-vs-aware: the same peak (%d -> %d requests/s) against a CPU HPA and meshscaler"
-             % (p["base_rate"], p["peak_rate"]), size=16, anchor="middle", weight="bold")
+    arms = list(p["arm_titles"])
+    color = {arm: ARM_COLORS[i] for i, arm in enumerate(arms)}
+    svg.text(W / 2, 24, p["headline"] % (p["base_rate"], p["peak_rate"]), size=16, anchor="middle",
+             weight="bold")
     svg.text(W / 2, 46, "each pod's sidecar admits %d in flight (%d requests/s); %d pods at the start; new pods ready "
-             "after a %d s start-up delay; %s run" % (p["sidecar_maxconn"], p["pod_admits_per_s"],
-                                                      p["start_replicas"], p["startup_delay_s"], p["mode"]),
+             "after a %d s start-up delay; retries %s; %s run"
+             % (p["sidecar_maxconn"], p["pod_admits_per_s"], p["start_replicas"], p["startup_delay_s"],
+                p["retry"], p["mode"]),
              size=12, anchor="middle", color="#555")
 
     def fig_line(arm):
@@ -119,10 +124,7 @@ def write_svg(path, summary, series, replicas, p):
                    v(f["p99_ms"]), f["peak_replicas"], v(f["time_to_first_scale_s"], " s"),
                    v(f["time_to_recover_s"], " s")))
 
-    titles = [("hpa", "(a) HPA on the app's CPU (metrics-server, target %d%%, sync %d s)"
-               % (p["target_utilization"], p["hpa_sync_s"])),
-              ("mesh", "(b) meshscaler on sidecar concurrency + saturation correction (target %d%%, sync %d s)"
-               % (p["target_utilization"], p["mesh_sync_s"]))]
+    titles = [(arm, p["arm_titles"][arm]) for arm in arms]
 
     for i, (top, bottom) in enumerate(PANELS):
         # peak shading: ramp light, hold darker
@@ -147,7 +149,7 @@ def write_svg(path, summary, series, replicas, p):
 
         if i < 2:
             arm, title = titles[i]
-            svg.text(x0, top - 22, title, size=13, weight="bold", color=COLORS[arm])
+            svg.text(x0, top - 22, title, size=13, weight="bold", color=color[arm])
             svg.text(x0, top - 7, fig_line(arm), size=11, color="#444")
             svg.text(28, (top + bottom) / 2, "requests/s", size=11, anchor="middle", color="#555", rotate=-90)
             rows = series[arm]
@@ -163,7 +165,7 @@ def write_svg(path, summary, series, replicas, p):
             svg.text(x0, top - 10, "replicas (solid: desired, spec.replicas; dotted: Ready)", size=13,
                      weight="bold")
             svg.text(28, (top + bottom) / 2, "replicas", size=11, anchor="middle", color="#555", rotate=-90)
-            for arm in ("hpa", "mesh"):
+            for arm in arms:
                 rows = replicas[arm]
                 for key, dash in (("replicas", None), ("ready", "2,3")):
                     pts = []
@@ -175,10 +177,11 @@ def write_svg(path, summary, series, replicas, p):
                         prev = r[key]
                     if prev is not None:
                         pts.append((X(duration), Y(prev)))
-                    svg.path(pts, COLORS[arm], 2.2 if key == "replicas" else 1.6, dash)
+                    svg.path(pts, color[arm], 2.2 if key == "replicas" else 1.6, dash)
             ly = top + 14
-            for arm, label in (("hpa", "(a) HPA"), ("mesh", "(b) meshscaler")):
-                svg.line(x1 + 12, ly - 4, x1 + 36, ly - 4, COLORS[arm], 2.5)
+            for arm in arms:
+                label = p["arm_labels"][arm]
+                svg.line(x1 + 12, ly - 4, x1 + 36, ly - 4, color[arm], 2.5)
                 svg.text(x1 + 42, ly, label, size=11)
                 ly += 18
             svg.text((x0 + x1) / 2, bottom + 36, "seconds since the load started (shaded: the peak; dashed line: "

@@ -267,98 +267,8 @@ def fmt(v, unit="/s"):
     return "?" if v is None else "%.0f%s" % (v, unit)
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    with open(sys.argv[1]) as f:
-        p = json.load(f)
-    if len(sys.argv) > 3 and sys.argv[2] == "--live":
-        live(p, float(sys.argv[3]))
-        return 0
-    url = p["prometheus_url"]
-    out = p["out_dir"]
-    os.makedirs(out, exist_ok=True)
-    figures, series, replicas = {}, {}, {}
-    for arm, a in p["arms"].items():
-        figures[arm], series[arm], replicas[arm] = arm_figures(p, arm, a, url)
-
-    # The HPA's readings of the app's CPU while the peak holds, from 30 s into it (one
-    # metrics-server window and one HPA sync after the load changed).
-    cpu = hpa_cpu(p["hpa_log"])
-    hold_start = p["t0"] + p["base_s"] + p["ramp_s"]
-    hold = sorted(v for t, v in cpu if hold_start + 30 <= t <= hold_start + p["hold_s"])
-    figures["hpa"]["app_cpu_utilization_at_peak_pct"] = {
-        "readings": len(hold), "min": hold[0], "median": hold[len(hold) // 2], "max": hold[-1]} if hold else None
-    figures["hpa"]["app_cpu_target_pct"] = p["target_utilization"]
-
-    decisions = [line for _, line in read_stamped(p["decisions_log"])]
-    scaled = []
-    for line in decisions:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if rec.get("msg") == "scaled":
-            scaled.append({"time": rec.get("ts"), "from": rec.get("from"), "to": rec.get("to"),
-                           "reason": rec.get("reason")})
-    # Attach each scale's explanation from its SuccessfulRescale event ("New size: N;
-    # reason: ..."), in order of time.
-    try:
-        with open(p["events_json"]) as f:
-            items = json.load(f).get("items", [])
-        items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
-        messages = [e.get("message", "") for e in items]
-        for ev, msg in zip(scaled, messages):
-            ev["message"] = msg
-    except (OSError, ValueError, KeyError):
-        pass
-    figures["mesh"]["scale_events"] = scaled
-
-    needed = math.ceil(p["peak_rate"] / p["pod_admits_per_s"])
-    summary = {
-        "scenario": "blind-vs-aware",
-        "mode": p["mode"],
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(p["t0"])),
-        "arms_run": "side by side, two namespaces, one load client each (same profile and seed)",
-        "load": {
-            "profile": p["profile"], "retry": p["retry"], "base_rate": p["base_rate"],
-            "peak_rate": p["peak_rate"], "peak_start_s": p["base_s"], "ramp_s": p["ramp_s"],
-            "hold_s": p["hold_s"], "duration_s": p["duration_s"],
-            "url": "http://<Service ClusterIP>/work from the host, through kube-proxy",
-        },
-        "workload": {
-            "start_replicas": p["start_replicas"], "max_replicas": p["max_replicas"],
-            "sidecar_maxconn": p["sidecar_maxconn"], "queue_timeout_s": p["queue_timeout_s"],
-            "app_hold_ms": p["hold_ms"], "app_cpu_us": p["cpu_us"], "app_workers": p["app_workers"],
-            "app_cpu_request": p["app_cpu_request"], "startup_delay_s": p["startup_delay_s"],
-            "pod_admits_per_s": p["pod_admits_per_s"],
-            "replicas_needed_at_peak_at_100pct": needed,
-        },
-        "autoscalers": {
-            "hpa": "autoscaling/v2 HPA, ContainerResource cpu of container app, %d%% of request; "
-                   "kube-controller-manager sync period %d s (its default), metrics-server resolution 15 s"
-                   % (p["target_utilization"], p["hpa_sync_s"]),
-            "mesh": "meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy %d%% of maxconn, "
-                    "saturation correction (refused/admitted rates over %s); sync period %d s"
-                    % (p["target_utilization"], p["rate_window"], p["mesh_sync_s"]),
-            "behavior": "both: scale up without stabilization, max(400%, 4 pods) per 15 s; "
-                        "scale down HPA's default",
-        },
-        "timings_s": p.get("timings", {}),
-        "arms": figures,
-    }
-
-    checks = []
-
-    def check(name, cond):
-        checks.append({"check": name, "ok": bool(cond)})
-
+def blind_vs_aware_checks(p, figures, needed, check, summary):
     h, m = figures["hpa"], figures["mesh"]
-    for arm, f in figures.items():
-        check("%s: Prometheus scraped the load client" % arm, f["scraped"])
-        req, ach = f.get("requested_rate"), f.get("achieved_rate")
-        check("%s: the client offered the profile (achieved %s/s of %s/s, within 3%%)" % (arm, ach, req),
-              req and ach and abs(ach - req) <= 0.03 * req)
     check("hpa: errors at the peak %s >= 30%%" % pct(h["errors_share_at_peak"]),
           h["errors_share_at_peak"] is not None and h["errors_share_at_peak"] >= 0.30)
     check("hpa: does not scale enough (peak %d replicas < %d needed for the peak)" % (h["peak_replicas"], needed),
@@ -384,6 +294,112 @@ def main():
     check("shadow: meshscaler raised its count first (meshscalerFirstUp %s, hpaFirstUp %s, leading %s)"
           % (cmp.get("meshscalerFirstUp"), cmp.get("hpaFirstUp"), cmp.get("leading")),
           (cmp.get("meshscalerFirstUp") or 0) >= 1 or cmp.get("leading") == "meshscaler")
+
+
+def retry_storm_checks(p, figures, check):
+    n, g = figures["noguard"], figures["guard"]
+    check("guard: attempts per logical request %s < 1.5" % num(g["attempts_per_logical"]),
+          g["attempts_per_logical"] is not None and g["attempts_per_logical"] < 1.5)
+    check("guard: fewer peak replicas than without it (%d < %d)" % (g["peak_replicas"], n["peak_replicas"]),
+          g["peak_replicas"] < n["peak_replicas"])
+    check("guard: errors < 1%% sustained %s s after the peak start (bound %d s)"
+          % (g["time_to_recover_s"], p["recover_bound_s"]),
+          g["time_to_recover_s"] is not None and g["time_to_recover_s"] <= p["recover_bound_s"])
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    with open(sys.argv[1]) as f:
+        p = json.load(f)
+    if len(sys.argv) > 3 and sys.argv[2] == "--live":
+        live(p, float(sys.argv[3]))
+        return 0
+    url = p["prometheus_url"]
+    out = p["out_dir"]
+    os.makedirs(out, exist_ok=True)
+    scenario = p["scenario"]
+    arms = list(p["arms"])
+    figures, series, replicas = {}, {}, {}
+    for arm, a in p["arms"].items():
+        figures[arm], series[arm], replicas[arm] = arm_figures(p, arm, a, url)
+
+    # The HPA's readings of the app's CPU while the peak holds, from 30 s into it (one
+    # metrics-server window and one HPA sync after the load changed).
+    if "hpa" in figures and p.get("hpa_log"):
+        cpu = hpa_cpu(p["hpa_log"])
+        hold_start = p["t0"] + p["base_s"] + p["ramp_s"]
+        hold = sorted(v for t, v in cpu if hold_start + 30 <= t <= hold_start + p["hold_s"])
+        figures["hpa"]["app_cpu_utilization_at_peak_pct"] = {
+            "readings": len(hold), "min": hold[0], "median": hold[len(hold) // 2], "max": hold[-1]} if hold else None
+        figures["hpa"]["app_cpu_target_pct"] = p["target_utilization"]
+
+    decisions = [line for _, line in read_stamped(p["decisions_log"])]
+    for arm, a in p["arms"].items():
+        if not a.get("meshscaler"):
+            continue
+        scaled = []
+        for line in decisions:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("msg") == "scaled" and rec.get("namespace", a["namespace"]) == a["namespace"]:
+                scaled.append({"time": rec.get("ts"), "from": rec.get("from"), "to": rec.get("to"),
+                               "reason": rec.get("reason")})
+        # Attach each scale's explanation from its SuccessfulRescale event ("New size: N;
+        # reason: ..."), in order of time.
+        try:
+            with open(a["events_json"]) as f:
+                items = json.load(f).get("items", [])
+            items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+            messages = [e.get("message", "") for e in items]
+            for ev, msg in zip(scaled, messages):
+                ev["message"] = msg
+        except (OSError, ValueError, KeyError):
+            pass
+        figures[arm]["scale_events"] = scaled
+
+    needed = math.ceil(p["peak_rate"] / p["pod_admits_per_s"])
+    summary = {
+        "scenario": scenario,
+        "mode": p["mode"],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(p["t0"])),
+        "arms_run": "side by side, two namespaces, one load client each (same profile and seed)",
+        "load": {
+            "profile": p["profile"], "retry": p["retry"], "base_rate": p["base_rate"],
+            "peak_rate": p["peak_rate"], "peak_start_s": p["base_s"], "ramp_s": p["ramp_s"],
+            "hold_s": p["hold_s"], "duration_s": p["duration_s"],
+            "url": "http://<Service ClusterIP>/work from the host, through kube-proxy",
+        },
+        "workload": {
+            "start_replicas": p["start_replicas"], "max_replicas": p["max_replicas"],
+            "sidecar_maxconn": p["sidecar_maxconn"], "queue_timeout_s": p["queue_timeout_s"],
+            "app_hold_ms": p["hold_ms"], "app_cpu_us": p["cpu_us"], "app_workers": p["app_workers"],
+            "app_cpu_request": p["app_cpu_request"], "startup_delay_s": p["startup_delay_s"],
+            "pod_admits_per_s": p["pod_admits_per_s"],
+            "replicas_needed_at_peak_at_100pct": needed,
+        },
+        "autoscalers": dict({arm: p["arms"][arm]["autoscaler"] for arm in arms}, behavior=(
+            "both: scale up without stabilization, max(400%, 4 pods) per 15 s; scale down HPA's default")),
+        "timings_s": p.get("timings", {}),
+        "arms": figures,
+    }
+
+    checks = []
+
+    def check(name, cond):
+        checks.append({"check": name, "ok": bool(cond)})
+
+    for arm, f in figures.items():
+        check("%s: Prometheus scraped the load client" % arm, f["scraped"])
+        req, ach = f.get("requested_rate"), f.get("achieved_rate")
+        check("%s: the client offered the profile (achieved %s/s of %s/s, within 3%%)" % (arm, ach, req),
+              req and ach and abs(ach - req) <= 0.03 * req)
+    if scenario == "blind-vs-aware":
+        blind_vs_aware_checks(p, figures, needed, check, summary)
+    else:
+        retry_storm_checks(p, figures, check)
     summary["checks"] = checks
     summary["recover_bound_s"] = p["recover_bound_s"]
     # The run's settings (the chart is redrawn from them), without this machine's paths.
@@ -400,7 +416,7 @@ def main():
     chart.write_svg(os.path.join(out, "chart.svg"), summary, series, replicas, p)
 
     print()
-    print("%-34s %22s %22s" % ("", "(a) HPA on app CPU", "(b) meshscaler"))
+    print("%-34s %22s %22s" % ("", p["arm_labels"][arms[0]], p["arm_labels"][arms[1]]))
     rows = [
         ("errors, whole run", "errors_share_overall", pct),
         ("errors at the peak (hold)", "errors_share_at_peak", pct),
@@ -413,12 +429,12 @@ def main():
     ]
     for label, key, f in rows:
         if key is None:
-            vals = ["%d (%d)" % (figures[a]["peak_replicas"], figures[a]["peak_ready_replicas"]) for a in ("hpa", "mesh")]
+            vals = ["%d (%d)" % (figures[a]["peak_replicas"], figures[a]["peak_ready_replicas"]) for a in arms]
         else:
-            vals = [f(figures[a][key]) for a in ("hpa", "mesh")]
+            vals = [f(figures[a][key]) for a in arms]
         print("%-34s %22s %22s" % (label, vals[0], vals[1]))
-    if h.get("app_cpu_utilization_at_peak_pct"):
-        c = h["app_cpu_utilization_at_peak_pct"]
+    if figures.get("hpa", {}).get("app_cpu_utilization_at_peak_pct"):
+        c = figures["hpa"]["app_cpu_utilization_at_peak_pct"]
         print("the HPA read the app's CPU at %d-%d%% of its request during the peak (median %d%%, target %d%%)"
               % (c["min"], c["max"], c["median"], p["target_utilization"]))
     print()

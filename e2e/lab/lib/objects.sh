@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# The Kubernetes objects of the blind-vs-aware scenario, sourced by
-# e2e/lab/blind-vs-aware.sh (which sets the variables named below).
+# The Kubernetes objects of the lab's scenarios, sourced by e2e/lab/run.sh (which
+# sets the variables named below, SCENARIO among them).
 #
 # Both arms run the same workload in a namespace of their own: a Deployment of the
 # lab app (e2e/lab/app) behind the project's HAProxy sidecar (e2e/images/sidecar),
@@ -15,11 +15,11 @@ workload() {
   cat <<EOF
 apiVersion: v1
 kind: Namespace
-metadata: {name: $1, labels: {lab.meshscaler.io/scenario: blind-vs-aware}}
+metadata: {name: $1, labels: {lab.meshscaler.io/scenario: $SCENARIO}}
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web, namespace: $1, labels: {app: web, lab.meshscaler.io/scenario: blind-vs-aware}}
+metadata: {name: web, namespace: $1, labels: {app: web, lab.meshscaler.io/scenario: $SCENARIO}}
 spec:
   replicas: $START_REPLICAS
   selector: {matchLabels: {app: web}}
@@ -112,6 +112,20 @@ EOF
 # are rates, so their ratio is offered / admitted. (The queue's length is a count of
 # waiting requests, not a rate: against in-flight requests it would overstate demand
 # by about QUEUE_TIMEOUT / HOLD_MS, 5x here.)
+# retry_guard LOAD_TARGET: the retry-storm guard, with the retry share read from
+# that load client (retries are the clients' here; in a mesh, the proxies' retry
+# counters). Nothing without a target.
+retry_guard() {
+  [ -n "$1" ] || return 0
+  cat <<EOF
+    retryStorm:
+      retryShareQuery: '1 - sum(rate(meshscaler_load_requests_total{target="$1"}[${RATE_WINDOW}])) / sum(rate(meshscaler_load_attempts_total{target="$1"}[${RATE_WINDOW}]))'
+      threshold: $RETRY_THRESHOLD
+EOF
+}
+
+# mas NAMESPACE [LOAD_TARGET]: the MeshAutoscaler `web`; with the retry-storm guard
+# when a load client's target is given.
 mas() {
   cat <<EOF
 apiVersion: autoscaling.meshscaler.io/v1alpha1
@@ -131,6 +145,7 @@ spec:
     - metric: sidecar
       rejectedQuery: 'sum(rate(haproxy_backend_connection_errors_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
       admittedQuery: 'sum(rate(haproxy_server_sessions_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
+$(retry_guard "${2:-}")
 $(behavior)
 EOF
 }

@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# e2e/lab/run.sh SCENARIO — the incident lab: the same peak of offered load against two
+# arms, side by side on real pods of the local one-node cluster, each arm a Deployment
+# whose HAProxy sidecar admits fewer requests in flight than its application could take
+# (the application idles near 36% of its CPU while the sidecar refuses work, as in
+# ../shared/INCIDENT.md).
+#
+#   blind-vs-aware  (a) the real autoscaling/v2 HPA on the application's CPU
+#                   (metrics-server; the autoscaler of the incident), with a MeshAutoscaler
+#                   in shadow mode (dryRun) beside it; (b) meshscaler, installed
+#                   in-cluster from its Helm chart, on the sidecar's in-flight requests
+#                   with saturation correction. e2e/lab/blind-vs-aware.sh runs it.
+#   retry-storm     clients retry a refused request at once, up to 3 times: (a)
+#                   meshscaler without the retry-storm guard, (b) with it (it scales for
+#                   the logical demand, not the retried attempts). e2e/lab/retry-storm.sh.
+#
+#   e2e/lab/run.sh SCENARIO              full run: a 3-minute peak (about 6 minutes once built)
+#   e2e/lab/run.sh SCENARIO --short      shortened run for a test command: a 1-minute peak
+#                                        (about 3.5 minutes once built)
+#   options: --startup-delay S   a new pod's start-up delay (full 20, short 5)
+#            --keep              leave the cluster up at the end (`e2e/local down` later,
+#                                with the same MESHSCALER_E2E_STATE)
+#
+# One script: it builds what is missing (the load client, the lab app's image, the
+# cluster's and meshscaler's images), brings the local one-node cluster up
+# (e2e/local, state in $MESHSCALER_E2E_STATE, default e2e/lab/.state), installs the
+# chart, runs both arms side by side in two namespaces with one open-loop load client
+# each (meshscaler-load, same profile and seed, through an edge HAProxy to each
+# Service's ClusterIP), streams meshscaler's decisions (and the HPA's readings) to the
+# terminal, then writes e2e/lab/results/SCENARIO/{summary.json, series.json,
+# chart.svg, chart.png} and tears everything down.
+#
+# It asserts the directions of the acceptance (issue 12) and prints one ok/FAIL line
+# each, then `N passed, N failed`; exit 1 on a failure. See e2e/lab/README.md.
+set -uo pipefail
+
+LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$LAB/../.." && pwd)"
+E2E="$REPO/e2e/local"
+export MESHSCALER_E2E_STATE="${MESHSCALER_E2E_STATE:-$LAB/.state}"
+
+SCENARIO="${1:-}"
+case "$SCENARIO" in
+  blind-vs-aware|retry-storm) shift ;;
+  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "e2e/lab/run.sh: want a scenario: blind-vs-aware or retry-storm (see --help)" >&2; exit 2 ;;
+esac
+OUT="$LAB/results/$SCENARIO"
+MODE=full
+KEEP=0
+STARTUP_DELAY=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --short) MODE=short; shift ;;
+    --keep) KEEP=1; shift ;;
+    --startup-delay) STARTUP_DELAY="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "$SCENARIO: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# --- the experiment's numbers ---------------------------------------------------------
+# Each pod: the sidecar admits SIDECAR_MAXCONN requests in flight to the app; a request
+# holds the app HOLD_MS ms, so a pod admits 10 / 0.2 s = 50 requests/s. The app itself
+# could take 28 in flight (140/s: its CPU request is sized so 140/s would be 100%), so
+# at the sidecar's limit it reads about 36% of its CPU, as in the incident.
+START_REPLICAS=2      # 100 requests/s admitted at the start
+MAX_REPLICAS=16       # above what the peak needs (10 at 70%), so the max does not decide
+SIDECAR_MAXCONN=10
+QUEUE_TIMEOUT_S=1     # a request queued this long in the sidecar gets a 503
+HOLD_MS=200
+CPU_US=400            # + ~0.1 ms of HTTP handling: ~26m of CPU at 50 requests/s
+APP_WORKERS=28
+APP_CPU_REQUEST=70m
+SIDECAR_CPU_REQUEST=10m
+TARGET_UTILIZATION=70 # both arms: HPA 70% of the app's CPU request, meshscaler 70% of maxconn
+RETRY_THRESHOLD=0.3   # retry-storm: the guard's threshold (SPEC's default)
+RATE_WINDOW=5s        # meshscaler's saturation rates (Prometheus scrapes every 1 s)
+MESH_SYNC_S=5         # meshscaler's --sync-period (chart controller.syncPeriod)
+HPA_SYNC_S=15         # kube-controller-manager's --horizontal-pod-autoscaler-sync-period: e2e/local
+                      # does not set it, so it is the default, 15 s
+BASE_RATE=40          # 0.4x what the starting replicas admit
+PEAK_RATE=350         # 3.5x
+RAMP_S=2
+POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
+# The acceptance's bound for recovery is 2 minutes of a 3-minute peak; --short keeps
+# the proportion: 40 s of a 60 s peak.
+if [ "$MODE" = short ]; then
+  BASE_S=15; HOLD_S=60; TAIL_S=8; RECOVER_BOUND_S=40; STARTUP_DELAY="${STARTUP_DELAY:-5}"
+else
+  BASE_S=30; HOLD_S=180; TAIL_S=30; RECOVER_BOUND_S=120; STARTUP_DELAY="${STARTUP_DELAY:-20}"
+fi
+DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
+PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
+REL=lab NS_SYS=lab-system
+# The arms: a key each (the load client's target is lab-load-KEY, its namespace lab-KEY).
+if [ "$SCENARIO" = blind-vs-aware ]; then
+  RETRY=none          # retries are the retry-storm scenario's subject
+  ARM_A=hpa ARM_B=mesh
+  LABEL_A="(a) HPA on app CPU" LABEL_B="(b) meshscaler"
+  TITLE_A="(a) HPA on the app's CPU (metrics-server, target ${TARGET_UTILIZATION}%, sync ${HPA_SYNC_S} s)"
+  TITLE_B="(b) meshscaler on sidecar concurrency + saturation correction (target ${TARGET_UTILIZATION}%, sync ${MESH_SYNC_S} s)"
+  AUTOSCALER_A="autoscaling/v2 HPA, ContainerResource cpu of container app, ${TARGET_UTILIZATION}% of request; kube-controller-manager sync period ${HPA_SYNC_S} s (its default), metrics-server resolution 15 s; a MeshAutoscaler in dryRun beside it"
+  HEADLINE="blind-vs-aware: the same peak (%d -> %d requests/s) against a CPU HPA and meshscaler"
+else
+  RETRY=immediate:3   # a refused request is tried again at once, up to 3 times
+  ARM_A=noguard ARM_B=guard
+  LABEL_A="(a) no guard" LABEL_B="(b) retry guard"
+  TITLE_A="(a) meshscaler without the retry-storm guard (target ${TARGET_UTILIZATION}%, sync ${MESH_SYNC_S} s)"
+  TITLE_B="(b) meshscaler with the retry-storm guard, threshold ${RETRY_THRESHOLD} (target ${TARGET_UTILIZATION}%, sync ${MESH_SYNC_S} s)"
+  AUTOSCALER_A="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction over ${RATE_WINDOW}; no retry-storm guard"
+  HEADLINE="retry-storm: the same peak (%d -> %d requests/s), clients retrying at once, without and with the guard"
+  MAX_REPLICAS=24     # room for the storm's inflated demand, so the max does not decide
+  # No HPA reads the app's CPU here: a small request lets both arms' pods fit on the
+  # one node (at 80m a pod, 24 + 15 pods would not: measured, 23 became Ready).
+  APP_CPU_REQUEST=20m
+fi
+AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the load client")"
+NS_A="lab-$ARM_A" NS_B="lab-$ARM_B"
+
+T_START=$SECONDS
+say() { printf '[lab] %s\n' "$*"; }
+die() { printf '[lab] error: %s\n' "$*" >&2; exit 1; }
+PIDS=()
+cleanup() {
+  local rc=$? pid t
+  for pid in "${PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
+  if [ "$KEEP" -eq 1 ]; then
+    say "--keep: the cluster stays up; stop it with: MESHSCALER_E2E_STATE=$MESHSCALER_E2E_STATE e2e/local down"
+  elif [ -e "$MESHSCALER_E2E_STATE" ]; then
+    t=$SECONDS
+    "$E2E" down >"$OUT/logs/down.log" 2>&1 || say "e2e/local down failed (log: $OUT/logs/down.log)"
+    T_DOWN=$((SECONDS - t))
+    say "down in $T_DOWN s"
+  fi
+  say "total $((SECONDS - T_START)) s"
+  if [ -n "${REPORTED:-}" ] && [ -f "$OUT/summary.json" ]; then
+    python3 - "$OUT/summary.json" "${T_DOWN:-}" "$((SECONDS - T_START))" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+if sys.argv[2]:
+    s["timings_s"]["down_s"] = int(sys.argv[2])
+s["timings_s"]["total_s"] = int(sys.argv[3])
+json.dump(s, open(sys.argv[1], "w"), indent=2)
+PY
+  fi
+  exit "$rc"
+}
+mkdir -p "$OUT/logs"
+rm -f "$OUT"/logs/*.log "$OUT"/logs/*.json
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- build what is missing --------------------------------------------------------------
+t=$SECONDS
+bash "$REPO/scripts/install-deps.sh" build >/dev/null || die "scripts/install-deps.sh build failed"
+BUILD="$LAB/.build"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  say "configuring $BUILD (Release)"
+  cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/logs/cmake.log" 2>&1 \
+    || die "cmake failed (log: $OUT/logs/cmake.log)"
+fi
+ninja -C "$BUILD" meshscaler-load >"$OUT/logs/ninja.log" 2>&1 || die "building meshscaler-load failed (log: $OUT/logs/ninja.log)"
+LOAD="$BUILD/e2e/lab/load/meshscaler-load"
+
+# The lab app (e2e/lab/app/app.c): a static binary in a one-layer image, no Docker.
+mkdir -p "$LAB/.cache"
+tag="$(cat "$LAB/app/app.c" "$LAB/lib/image_tar.py" <(gcc --version | head -n 1) | sha256sum | cut -c1-12)"
+LAB_APP_IMAGE="localhost/meshscaler-e2e/lab-app:$tag"
+LAB_APP_TAR="$LAB/.cache/lab-app-$tag.tar"
+if [ ! -f "$LAB_APP_TAR" ]; then
+  root="$(mktemp -d)"
+  gcc -static -O2 -Wall -Wextra -Werror -pthread -s -o "$root/app" "$LAB/app/app.c" || die "could not build the lab app"
+  python3 "$LAB/lib/image_tar.py" "$LAB_APP_IMAGE" "$root" "$LAB_APP_TAR" /app || die "could not write $LAB_APP_TAR"
+  rm -rf "$root"
+  find "$LAB/.cache" -name 'lab-app-*.tar' ! -name "lab-app-$tag.tar" -delete
+  say "made $LAB_APP_IMAGE"
+fi
+T_BUILD=$((SECONDS - t))
+
+# --- the cluster -------------------------------------------------------------------------
+t=$SECONDS
+say "bringing the local cluster up (state $MESHSCALER_E2E_STATE; log $OUT/logs/up.log)"
+"$E2E" up >"$OUT/logs/up.log" 2>&1 || { tail -n 20 "$OUT/logs/up.log" >&2; die "e2e/local up failed"; }
+eval "$("$E2E" env)"
+T_UP=$((SECONDS - t))
+say "cluster up in $T_UP s"
+
+t=$SECONDS
+k() { "$KUBECTL" "$@"; }
+"$E2E" image load "$LAB_APP_TAR" || die "could not import the lab app's image"
+eval "$("$E2E" image meshscaler 2>"$OUT/logs/image-meshscaler.log" | grep '^MESHSCALER_IMAGE=')"
+[ -n "${MESHSCALER_IMAGE:-}" ] || die "no meshscaler image (log: $OUT/logs/image-meshscaler.log)"
+"$E2E" tools helm >/dev/null 2>&1 || die "could not install helm (e2e/local tools helm)"
+HELM="$REPO/e2e/.bin/helm"
+
+# A kept cluster may hold an earlier run's objects.
+"$HELM" uninstall "$REL" -n "$NS_SYS" --wait >/dev/null 2>&1 || true
+k delete namespace "$NS_A" "$NS_B" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+
+export LAB_APP_IMAGE START_REPLICAS MAX_REPLICAS APP_WORKERS CPU_US HOLD_MS STARTUP_DELAY APP_CPU_REQUEST \
+  SIDECAR_CPU_REQUEST SIDECAR_MAXCONN TARGET_UTILIZATION RATE_WINDOW RETRY_THRESHOLD SCENARIO
+export QUEUE_TIMEOUT="${QUEUE_TIMEOUT_S}s"
+# shellcheck source=e2e/lab/lib/objects.sh
+. "$LAB/lib/objects.sh"
+say "workloads: $START_REPLICAS pods each in $NS_A and $NS_B (sidecar maxconn $SIDECAR_MAXCONN, app ${HOLD_MS} ms per request, start-up delay ${STARTUP_DELAY} s)"
+{ workload "$NS_A"; echo ---; workload "$NS_B"; } | k apply -f - >/dev/null || die "could not apply the workloads"
+
+say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync period ${MESH_SYNC_S}s)"
+"$HELM" install "$REL" "$REPO/charts/meshscaler" -n "$NS_SYS" --create-namespace \
+  --set "image.repository=${MESHSCALER_IMAGE%:*}" --set "image.tag=${MESHSCALER_IMAGE##*:}" \
+  --set "prometheus.url=$PROMETHEUS_CLUSTER_URL" --set "controller.syncPeriod=${MESH_SYNC_S}s" \
+  --set replicaCount=1 --set controller.logLevel=debug --wait --timeout 180s >"$OUT/logs/helm.log" 2>&1 \
+  || { cat "$OUT/logs/helm.log" >&2; die "helm install failed"; }
+if [ "$SCENARIO" = blind-vs-aware ]; then
+  { hpa "$NS_A"; echo ---; shadow_mas "$NS_A"; echo ---; mas "$NS_B"; } | k apply -f - >/dev/null
+else
+  { mas "$NS_A"; echo ---; mas "$NS_B" "lab-load-$ARM_B"; } | k apply -f - >/dev/null
+fi || die "could not apply the autoscalers"
+
+eventually() { # eventually SECONDS WHAT CMD...
+  local secs="$1" what="$2" deadline=$((SECONDS + $1)); shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || die "$what: not after $secs s"
+    sleep 1
+  done
+}
+ready() { [ "$(k -n "$1" get deploy web -o 'jsonpath={.status.readyReplicas}')" = "$START_REPLICAS" ]; }
+eventually 120 "$NS_A/web Ready" ready "$NS_A"
+eventually 120 "$NS_B/web Ready" ready "$NS_B"
+# The HPA acts only once metrics-server has a CPU window of the pods (15 s resolution)
+# and its controller has synced; meshscaler once Prometheus has scraped the sidecars.
+hpa_reads() { [ -n "$(k -n "$NS_A" get hpa web -o 'jsonpath={.status.currentMetrics[0].containerResource.current.averageUtilization}')" ]; }
+mas_reads() { [ -n "$(k -n "$1" get mas web -o 'jsonpath={.status.currentMetrics[0].value}')" ]; }
+if [ "$SCENARIO" = blind-vs-aware ]; then
+  eventually 180 "the HPA reads the app's CPU" hpa_reads
+else
+  eventually 120 "meshscaler reads the sidecars of $NS_A" mas_reads "$NS_A"
+fi
+eventually 120 "meshscaler reads the sidecars of $NS_B" mas_reads "$NS_B"
+T_INSTALL=$((SECONDS - t))
+say "installed and warm in $T_INSTALL s"
+
+# --- the run -----------------------------------------------------------------------------
+IP_A="$(k -n "$NS_A" get service web -o 'jsonpath={.spec.clusterIP}')"
+IP_B="$(k -n "$NS_B" get service web -o 'jsonpath={.spec.clusterIP}')"
+read -r PORT_A PORT_B EDGE_A EDGE_B EDGE_EXPORTER < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(5)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+edge_config "$EDGE_EXPORTER" "edge-$ARM_A:$EDGE_A:$IP_A" "edge-$ARM_B:$EDGE_B:$IP_B" >"$OUT/logs/edge.cfg"
+haproxy -c -q -f "$OUT/logs/edge.cfg" || die "haproxy rejected $OUT/logs/edge.cfg"
+haproxy -db -f "$OUT/logs/edge.cfg" >"$OUT/logs/edge.log" 2>&1 &
+PIDS+=($!)
+edge_up() { curl -sf -o /dev/null "http://127.0.0.1:$EDGE_A/work" && curl -sf -o /dev/null "http://127.0.0.1:$EDGE_B/work"; }
+eventually 20 "the edge HAProxy answers through both Services" edge_up
+"$E2E" prometheus targets add "lab-load-$ARM_A" "127.0.0.1:$PORT_A" "arm=$ARM_A" >/dev/null 2>&1
+"$E2E" prometheus targets add "lab-load-$ARM_B" "127.0.0.1:$PORT_B" "arm=$ARM_B" >/dev/null 2>&1
+"$E2E" prometheus targets add lab-edge "127.0.0.1:$EDGE_EXPORTER" >/dev/null 2>&1
+
+FOLLOW=(python3 "$LAB/lib/follow.py")
+"${FOLLOW[@]}" --log "$OUT/logs/replicas.log" -- "$KUBECTL" get deploy -A -l "lab.meshscaler.io/scenario=$SCENARIO" \
+  --watch -o 'jsonpath={.metadata.namespace} {.metadata.name} {.spec.replicas} {.status.readyReplicas}{"\n"}' &
+PIDS+=($!)
+if [ "$SCENARIO" = blind-vs-aware ]; then
+  "${FOLLOW[@]}" --log "$OUT/logs/hpa.log" --show hpa --prefix "[hpa]        " -- "$KUBECTL" -n "$NS_A" get hpa web --watch \
+    -o 'jsonpath={.metadata.namespace}/{.metadata.name}|{.status.currentMetrics[0].containerResource.current.averageUtilization}|{.status.desiredReplicas}{"\n"}' &
+  PIDS+=($!)
+fi
+"${FOLLOW[@]}" --log "$OUT/logs/decisions.log" --show meshscaler --prefix "[meshscaler] " -- "$KUBECTL" -n "$NS_SYS" \
+  logs -f "deploy/$REL-meshscaler" --tail=0 &
+PIDS+=($!)
+sleep 1
+
+say "load: $PROFILE over ${DURATION_S} s (base ${BASE_RATE}/s, peak ${PEAK_RATE}/s from t=${BASE_S}s for ${HOLD_S}s), retry $RETRY"
+say "  side by side: $LABEL_A -> edge :$EDGE_A -> Service $IP_A; $LABEL_B -> edge :$EDGE_B -> Service $IP_B"
+T0="$(python3 -c 'import time; print("%.3f" % time.time())')"
+t=$SECONDS
+for arm in "$ARM_A" "$ARM_B"; do
+  if [ "$arm" = "$ARM_A" ]; then edge=$EDGE_A port=$PORT_A; else edge=$EDGE_B port=$PORT_B; fi
+  "$LOAD" --url "http://127.0.0.1:$edge/work" --profile "$PROFILE" --duration "$DURATION_S" --retry "$RETRY" --seed 12 \
+    --timeout-ms 3000 --max-in-flight 4000 --metrics-addr "127.0.0.1:$port" \
+    --summary "$OUT/logs/load-$arm.json" >"$OUT/logs/load-$arm.out" 2>"$OUT/logs/load-$arm.err" &
+  PIDS+=($!)
+  if [ "$arm" = "$ARM_A" ]; then LOAD_PID_A=$!; else LOAD_PID_B=$!; fi
+done
+
+MESH_A=false; [ "$SCENARIO" = retry-storm ] && MESH_A=true
+cat >"$OUT/logs/params.json" <<EOF
+{"scenario": "$SCENARIO", "mode": "$MODE", "t0": $T0, "prometheus_url": "$PROMETHEUS_URL", "out_dir": "$OUT",
+ "headline": "$HEADLINE",
+ "base_s": $BASE_S, "ramp_s": $RAMP_S, "hold_s": $HOLD_S, "tail_s": $TAIL_S, "duration_s": $DURATION_S,
+ "profile": "$PROFILE", "retry": "$RETRY", "base_rate": $BASE_RATE, "peak_rate": $PEAK_RATE,
+ "start_replicas": $START_REPLICAS, "max_replicas": $MAX_REPLICAS, "sidecar_maxconn": $SIDECAR_MAXCONN,
+ "queue_timeout_s": $QUEUE_TIMEOUT_S, "hold_ms": $HOLD_MS, "cpu_us": $CPU_US, "app_workers": $APP_WORKERS,
+ "app_cpu_request": "$APP_CPU_REQUEST", "startup_delay_s": $STARTUP_DELAY, "pod_admits_per_s": $POD_ADMITS,
+ "target_utilization": $TARGET_UTILIZATION, "rate_window": "$RATE_WINDOW", "mesh_sync_s": $MESH_SYNC_S,
+ "hpa_sync_s": $HPA_SYNC_S, "recover_bound_s": $RECOVER_BOUND_S, "retry_threshold": $RETRY_THRESHOLD,
+ "shadow_json": "$OUT/logs/shadow.json", "replicas_log": "$OUT/logs/replicas.log",
+ "hpa_log": "$([ "$SCENARIO" = blind-vs-aware ] && echo "$OUT/logs/hpa.log")", "decisions_log": "$OUT/logs/decisions.log",
+ "arm_labels": {"$ARM_A": "$LABEL_A", "$ARM_B": "$LABEL_B"},
+ "arm_titles": {"$ARM_A": "$TITLE_A", "$ARM_B": "$TITLE_B"},
+ "arms": {
+  "$ARM_A": {"label": "$LABEL_A", "namespace": "$NS_A", "target": "lab-load-$ARM_A", "autoscaler": "$AUTOSCALER_A",
+          "meshscaler": $MESH_A, "events_json": "$OUT/logs/events-$ARM_A.json", "summary": "$OUT/logs/load-$ARM_A.json"},
+  "$ARM_B": {"label": "$LABEL_B", "namespace": "$NS_B", "target": "lab-load-$ARM_B", "autoscaler": "$AUTOSCALER_B",
+          "meshscaler": true, "events_json": "$OUT/logs/events-$ARM_B.json", "summary": "$OUT/logs/load-$ARM_B.json"}},
+ "timings": {}}
+EOF
+python3 "$LAB/lib/report.py" "$OUT/logs/params.json" --live 10 &
+PROGRESS=$!
+PIDS+=("$PROGRESS")
+
+wait "$LOAD_PID_A"; rc_a=$?
+wait "$LOAD_PID_B"; rc_b=$?
+T_RUN=$((SECONDS - t))
+sleep 3 # the last scrapes and watch events
+kill "$PROGRESS" 2>/dev/null; wait "$PROGRESS" 2>/dev/null
+if [ "$rc_a" -ne 0 ] || [ "$rc_b" -ne 0 ]; then
+  say "a load client exited with an error ($rc_a, $rc_b; see $OUT/logs/load-*.err)"
+fi
+k -n "$NS_SYS" logs "deploy/$REL-meshscaler" >"$OUT/logs/controller.log" 2>&1 || true
+k get hpa,mas -A -o wide >"$OUT/logs/autoscalers.txt" 2>&1 || true
+[ "$SCENARIO" != blind-vs-aware ] || k -n "$NS_A" get mas shadow -o json >"$OUT/logs/shadow.json" 2>/dev/null || true
+# meshscaler's SuccessfulRescale events carry the whole explanation of each scale.
+for arm in "$ARM_A" "$ARM_B"; do
+  k -n "lab-$arm" get events --field-selector reason=SuccessfulRescale -o json >"$OUT/logs/events-$arm.json" 2>/dev/null || true
+done
+
+# --- the report --------------------------------------------------------------------------
+python3 - "$OUT/logs/params.json" "$T_BUILD" "$T_UP" "$T_INSTALL" "$T_RUN" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["timings"] = {"build_s": int(sys.argv[2]), "up_s": int(sys.argv[3]), "install_and_warm_s": int(sys.argv[4]),
+                "run_s": int(sys.argv[5])}
+json.dump(p, open(sys.argv[1], "w"), indent=1)
+EOF
+python3 "$LAB/lib/report.py" "$OUT/logs/params.json"
+rc=$?
+REPORTED=1
+
+if ! command -v rsvg-convert >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  say "installing librsvg2-bin (rsvg-convert) for the PNG"
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends librsvg2-bin \
+    || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends librsvg2-bin; }
+  } >"$OUT/logs/apt.log" 2>&1 || say "could not install librsvg2-bin: SVG only (log: $OUT/logs/apt.log)"
+fi
+if command -v rsvg-convert >/dev/null 2>&1; then
+  rsvg-convert -f png -o "$OUT/chart.png" "$OUT/chart.svg" || say "rsvg-convert failed: SVG only"
+fi
+say "timings: build $T_BUILD s, up $T_UP s, install and warm-up $T_INSTALL s, load $T_RUN s"
+say "results: $OUT/summary.json, $OUT/chart.svg$( [ -f "$OUT/chart.png" ] && echo ", $OUT/chart.png"); logs in $OUT/logs/"
+exit $rc
