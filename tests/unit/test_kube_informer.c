@@ -323,6 +323,7 @@ static void test_list_fills_cache(void **state)
     ms_kube_informer_stats(f.inf, &st);
     assert_int_equal(st.objects, 10);
     assert_true(st.list_pages >= 3);
+    assert_int_equal(st.lists, 1);
     assert_true(wait_notes(&f.rec, 10));
     for (size_t i = 0; i < 10; i++) {
         char key[64];
@@ -338,6 +339,102 @@ static void test_list_fills_cache(void **state)
     }
     assert_reads_match(&f, names, 10);
     assert_absent(&f, "ns/nope");
+    fixture_cleanup(&f);
+}
+
+/* A list that fails (the API server down at start) syncs nothing: the
+ * informer is not synced with an empty cache, and syncs once the server is
+ * back (mutant: the error branch after a failed list skipped). */
+static void test_failed_list_is_not_a_sync(void **state)
+{
+    bool compact = *(const bool *)*state;
+    ms_kube_informer_options_t o;
+    ms_kube_informer_stats_t st;
+    fixture_t f;
+
+    fixture_init(&f);
+    put(f.fk, "a", 1);
+    put(f.fk, "b", 1);
+    fakekube_set_down(f.fk, true);
+    memset(&o, 0, sizeof o);
+    o.path = "/apis/autoscaling.meshscaler.io/v1alpha1/namespaces/ns/meshautoscalers";
+    o.backoff_initial = 0.05;
+    o.backoff_max = 0.1;
+    o.compact = compact;
+    o.notify = record;
+    o.ctx = &f.rec;
+    assert_non_null(f.client = fakekube_client(f.fk));
+    assert_non_null(f.inf = ms_kube_informer_new(f.client, &o));
+    assert_int_equal(ms_kube_informer_start(f.inf), MS_OK);
+    assert_false(ms_kube_informer_wait_synced(f.inf, 0.4));
+    ms_kube_informer_stats(f.inf, &st);
+    assert_true(st.errors >= 1);
+    assert_int_equal(st.lists, 0);
+    assert_int_equal(notes(&f.rec), 0);
+    fakekube_set_down(f.fk, false);
+    assert_true(ms_kube_informer_wait_synced(f.inf, WAIT_S));
+    assert_true(wait_notes(&f.rec, 2));
+    fixture_cleanup(&f);
+}
+
+/* Many objects in one list: each is announced once, whatever bucket of the
+ * cache's table it falls in (mutant: the walk of the new cache from its
+ * second bucket). */
+static void test_every_listed_object_is_announced(void **state)
+{
+    bool compact = *(const bool *)*state;
+    fixture_t f;
+    char name[16];
+
+    fixture_init(&f);
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "o%d", i);
+        put(f.fk, name, i);
+    }
+    start(&f, compact, NULL, NULL);
+    assert_true(wait_notes(&f.rec, 300));
+    nap();
+    assert_int_equal(notes(&f.rec), 300);
+    for (int i = 0; i < 300; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "ns/o%d", i);
+        assert_int_equal(note_for(&f.rec, 0, key)->ch, MS_KUBE_ADDED);
+    }
+    fixture_cleanup(&f);
+}
+
+/* The item is borrowed (informer.h). */
+static ms_err_t count_item(void *ctx, cJSON *item)
+{
+    if (item != NULL)
+        (*(int *)ctx)++;
+    return MS_OK;
+}
+
+/* A list without a page size asks for 500 per page (client-go's default),
+ * never for everything at once (mutant: limit 0 sent as is). */
+static void test_list_pages_default_to_500(void **state)
+{
+    ms_kube_error_t kerr;
+    unsigned long pages = 0;
+    char rv[64], name[16];
+    fixture_t f;
+    int items = 0;
+
+    (void)state;
+    fixture_init(&f);
+    for (int i = 0; i < 600; i++) {
+        snprintf(name, sizeof name, "o%d", i);
+        put(f.fk, name, i);
+    }
+    assert_non_null(f.client = fakekube_client(f.fk));
+    memset(&kerr, 0, sizeof kerr);
+    assert_int_equal(ms_kube_list(f.client,
+                                  "/apis/autoscaling.meshscaler.io/v1alpha1/namespaces/ns/meshautoscalers",
+                                  NULL, 0, count_item, &items, rv, sizeof rv, &pages, &kerr),
+                     MS_OK);
+    assert_int_equal(items, 600);
+    assert_int_equal(pages, 2);
     fixture_cleanup(&f);
 }
 
@@ -727,11 +824,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         BOTH_MODES(test_list_fills_cache),
+        BOTH_MODES(test_failed_list_is_not_a_sync),
+        BOTH_MODES(test_every_listed_object_is_announced),
         BOTH_MODES(test_watch_notifications),
         BOTH_MODES(test_relist_after_gone),
         BOTH_MODES(test_keep_and_transform),
         BOTH_MODES(test_numbers_read_back_exactly),
         cmocka_unit_test(test_modes_agree),
+        cmocka_unit_test(test_list_pages_default_to_500),
         cmocka_unit_test(test_unparsable_text_reads_as_absent),
     };
     int fd = mkstemp(log_path), rc;

@@ -41,7 +41,7 @@ static ms_err_t collect(void *ctx, const char *line, size_t len)
 
 static void test_lines_split_across_chunks(void **state)
 {
-    const char *stream = "{\"a\":1}\n{\"b\":2}\r\n\n{\"c\":3}\n{\"partial";
+    const char *stream = "{\"a\":1}\n{\"b\":2}\r\n\r\n\n{\"c\":3}\n{\"partial"; /* blank lines, LF and CRLF, carry nothing */
     ms__kube_lines_t l;
     seen_t s = {0};
 

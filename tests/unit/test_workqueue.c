@@ -85,6 +85,51 @@ static void test_add_deduplicates(void **state)
     ms_workqueue_free(q);
 }
 
+/* A key that is queued but not being processed: done() leaves it queued once
+ * (mutant: done() without the processing check queued it twice). */
+static void test_done_on_a_queued_key_changes_nothing(void **state)
+{
+    ms_workqueue_t *q = ms_workqueue_new(NULL);
+
+    (void)state;
+    ms_workqueue_add(q, "a/x");
+    ms_workqueue_done(q, "a/x");
+    assert_int_equal(ms_workqueue_len(q), 1);
+    assert_int_equal(ms_workqueue_processing(q), 0);
+    expect_key(q, "a/x");
+    expect_empty(q);
+    ms_workqueue_free(q);
+}
+
+/* Thousands of keys: the table grows (from 64 buckets) and every key is still
+ * found (mutants: the growth's bucket mask). */
+static void test_many_keys_survive_growth(void **state)
+{
+    ms_workqueue_t *q = ms_workqueue_new(NULL);
+    char key[32];
+
+    (void)state;
+    for (int i = 0; i < 5000; i++) {
+        snprintf(key, sizeof key, "ns-%d/obj-%d", i % 97, i);
+        ms_workqueue_add(q, key);
+    }
+    for (int i = 0; i < 5000; i++) { /* each known: a second add changes nothing */
+        snprintf(key, sizeof key, "ns-%d/obj-%d", i % 97, i);
+        ms_workqueue_add(q, key);
+    }
+    assert_int_equal(ms_workqueue_len(q), 5000);
+    for (int i = 0; i < 5000; i++) {
+        char *got = NULL;
+        snprintf(key, sizeof key, "ns-%d/obj-%d", i % 97, i);
+        assert_true(ms_workqueue_try_get(q, &got));
+        assert_string_equal(got, key);
+        ms_workqueue_done(q, got);
+        free(got);
+    }
+    expect_empty(q);
+    ms_workqueue_free(q);
+}
+
 static void test_add_while_processing_requeues_after_done(void **state)
 {
     ms_workqueue_t *q = ms_workqueue_new(NULL);
@@ -609,6 +654,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_deduplicates),
+        cmocka_unit_test(test_done_on_a_queued_key_changes_nothing),
+        cmocka_unit_test(test_many_keys_survive_growth),
         cmocka_unit_test(test_add_while_processing_requeues_after_done),
         cmocka_unit_test(test_done_without_add_forgets_key),
         cmocka_unit_test(test_add_after_waits_for_its_deadline),
