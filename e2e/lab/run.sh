@@ -114,6 +114,10 @@ else
   # No HPA reads the app's CPU here: a small request lets both arms' pods fit on the
   # one node (at 80m a pod, 24 + 15 pods would not: measured, 23 became Ready).
   APP_CPU_REQUEST=20m
+  # Up to 4 attempts per logical request: a peak of 350/s would offer 1,400 attempts
+  # per second and arm, more than two shared cores serve (measured: metastable).
+  PEAK_RATE="${RETRY_PEAK_RATE:-150}"
+  PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
 fi
 AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the load client")"
 NS_A="lab-$ARM_A" NS_B="lab-$ARM_B"
