@@ -538,6 +538,19 @@ static void test_relist_after_gone(void **state)
     put(f.fk, "a", 2);
     fakekube_delete(f.fk, "b");
     fakekube_compact(f.fk);
+    {
+        /* Down for 0.3 s: the watch is retried with backoff (0.05 s doubling
+         * to 0.2 s), a few times, not in a tight loop (mutant: no sleep). */
+        ms_kube_informer_stats_t during;
+        unsigned long errors0;
+        ms_kube_informer_stats(f.inf, &during);
+        errors0 = during.errors;
+        end = now() + 0.3;
+        while (now() < end)
+            nap();
+        ms_kube_informer_stats(f.inf, &during);
+        assert_true(during.errors - errors0 < 20);
+    }
     fakekube_set_down(f.fk, false);
 
     assert_true(wait_notes(&f.rec, base + 3));
