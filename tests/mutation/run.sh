@@ -60,6 +60,12 @@
 #                       results.before.tsv); for checking new tests
 #   MUT_RESUME=1        run what the last run's queue still holds (an
 #                       interrupted run), keeping its results
+#   MUT_FAST=REGEX      the ctest tests run against each mutant (default the fast
+#                       ones, '^(unit|scenario|invalid|cli)\.'); e.g. add
+#                       '|^integration\.kube_it_lease$' with an API server up
+#                       (e2e/local up --no-node) and the MS_IT_* variables of
+#                       tests/integration/kube/run.sh set: lease.c's runtime is
+#                       reached only there (docs/testing.md)
 #   MUT_EXCLUDE=REGEX   leave these ctest tests out (e.g. to measure "before"
 #                       a new test: MUT_EXCLUDE='^unit\.test_engine_mutants$')
 # With MUT_ONLY_SURVIVORS or MUT_RESUME, a file edited since its mutants were
@@ -81,7 +87,7 @@ SEED=${MUT_SEED:-1}
 TIMEOUT=${MUT_TIMEOUT:-60}
 TEST_TIMEOUT=${MUT_TEST_TIMEOUT:-20}
 UM_VERSION=1.14.1
-FAST='^(unit|scenario|invalid|cli)\.'
+FAST=${MUT_FAST:-'^(unit|scenario|invalid|cli)\.'}
 DEFAULT_FILES=(src/engine/*.c src/prom/decode.c src/prom/tick.c src/controller/status.c
                src/controller/workqueue.c src/kube/watch.c src/kube/informer.c src/kube/lease.c)
 
