@@ -39,6 +39,9 @@ static void defaults_and_their_order(void **state)
     assert_false(accepted(3, 2, 1, 1, "meshscaler"));  /* margin = duration - deadline */
     assert_false(accepted(10, 10, 2, 0.1, "meshscaler")); /* deadline = duration */
     assert_false(accepted(15, 10, 10, 0, "meshscaler")); /* retry = deadline */
+    /* The default retry period (2 s) must be below the deadline too. */
+    assert_false(accepted(10, 1.5, 0, 0, "meshscaler"));
+    assert_true(accepted(10, 2.5, 0, 0, "meshscaler"));
     assert_false(accepted(0, 0, 0, 0, "bad/name"));
 }
 
