@@ -11,7 +11,6 @@
  * stdout empty); 1 when the API server or a file cannot be read.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,19 +48,7 @@ typedef struct {
     ms_convert_options_t opts;
 } convert_args_t;
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("meshscaler convert: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n\n", stderr);
-    fputs(usage_text, stderr);
-    return 2;
-}
+#define usage_error(...) ms_cmd_usage_error("convert", usage_text, __VA_ARGS__)
 
 static int parse_proxy(const char *s, ms_convert_proxy_t *out)
 {

@@ -12,7 +12,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,19 +59,7 @@ typedef struct {
     out_format_t format;
 } replay_args_t;
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("meshscaler replay: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n\n", stderr);
-    fputs(usage_text, stderr);
-    return 2;
-}
+#define usage_error(...) ms_cmd_usage_error("replay", usage_text, __VA_ARGS__)
 
 /* 0 parsed, 1 help printed, 2 usage error (printed). */
 static int parse_args(int argc, char **argv, replay_args_t *a)

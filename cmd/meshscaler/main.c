@@ -2,6 +2,7 @@
  * main.c - the meshscaler command: pick the subcommand, hand over.
  * Exit codes: 0 success, 1 runtime failure, 2 usage or invalid input.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,19 @@ static const char usage[] =
     "\"ticks\": [...]}; see README.md and docs/decide.md.\n";
 
 static void print_usage(FILE *to) { fputs(usage, to); }
+
+int ms_cmd_usage_error(const char *cmd, const char *usage_text, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "meshscaler %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    fputs(usage_text, stderr);
+    return 2;
+}
 
 int main(int argc, char **argv)
 {

@@ -330,49 +330,54 @@ void ms__target_index_update(ms__target_index_t *x, const cJSON *obj, bool is_hp
     pthread_rwlock_unlock(&x->lock);
 }
 
+/* The first autoscaler on the target tkey that is an HPA (hpa_only), or any
+ * other than the MeshAutoscaler self_key. Under the read lock. */
+static const autoscaler_t *first_on(ms__target_index_t *x, const char *tkey, bool hpa_only,
+                                    const char *self_key)
+{
+    for (const autoscaler_t *a = ms_strmap_get(&x->by_target, tkey); a != NULL; a = a->next)
+        if (hpa_only ? a->is_hpa : (a->is_hpa || strcmp(a->key, self_key) != 0))
+            return a;
+    return NULL;
+}
+
 bool ms__target_index_conflict(ms__target_index_t *x, const char *self_key, const char *ns,
                                const char *api_version, const char *kind, const char *name,
                                char *who, size_t whocap)
 {
+    const autoscaler_t *a;
     char tkey[1024];
-    bool found = false;
 
     if (!target_key(ns, api_version, kind, name, tkey, sizeof tkey))
         return false;
     pthread_rwlock_rdlock(&x->lock);
-    for (autoscaler_t *a = ms_strmap_get(&x->by_target, tkey); a != NULL && !found; a = a->next) {
-        if (!a->is_hpa && strcmp(a->key, self_key) == 0)
-            continue;
-        found = true;
-        if (whocap > 0)
-            snprintf(who, whocap, "%s %s", a->is_hpa ? "HorizontalPodAutoscaler" : "MeshAutoscaler",
-                     a->key);
-    }
+    a = first_on(x, tkey, false, self_key);
+    if (a != NULL && whocap > 0)
+        snprintf(who, whocap, "%s %s", a->is_hpa ? "HorizontalPodAutoscaler" : "MeshAutoscaler",
+                 a->key);
     pthread_rwlock_unlock(&x->lock);
-    return found;
+    return a != NULL;
 }
 
 bool ms__target_index_hpa(ms__target_index_t *x, const char *ns, const char *api_version,
                           const char *kind, const char *name, char *key, size_t cap,
                           int32_t *desired, cJSON **metrics)
 {
+    const autoscaler_t *a;
     char tkey[1024];
-    bool found = false;
 
     if (!target_key(ns, api_version, kind, name, tkey, sizeof tkey))
         return false;
     pthread_rwlock_rdlock(&x->lock);
-    for (autoscaler_t *a = ms_strmap_get(&x->by_target, tkey); a != NULL && !found; a = a->next) {
-        if (!a->is_hpa)
-            continue;
-        found = true;
+    a = first_on(x, tkey, true, NULL);
+    if (a != NULL) {
         snprintf(key, cap, "%s", a->key);
         *desired = a->desired;
         if (metrics != NULL)
             *metrics = a->metrics ? cJSON_Duplicate(a->metrics, true) : NULL;
     }
     pthread_rwlock_unlock(&x->lock);
-    return found;
+    return a != NULL;
 }
 
 void ms__target_index_each_mas(ms__target_index_t *x, const cJSON *obj,

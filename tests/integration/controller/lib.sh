@@ -254,6 +254,23 @@ is_replicas_at_least() { local r; r="$(replicas "$1" "$2")"; [[ -n "$r" && "$r" 
 is_reason() { [[ "$(mas_reason "$1" "$2")" == "$3" ]]; }
 has_decision() { [[ -n "$(mas_reason "$1" "$2")" ]]; }
 cond_is() { [[ "$(mas_cond "$1" "$2" "$3")" == "$4"* ]]; }
+# hpa_to NAME MIN MAX : an autoscaling/v2 HPA on Deployment NAME, on CPU at 50%
+# (with no metrics server it acts only on its min and max).
+hpa_to() {
+  cat <<YAML
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: $1}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: $1}
+  minReplicas: $2
+  maxReplicas: $3
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+YAML
+}
+
 # hpa_compared NS NAME N : status.hpaComparison names an HPA that wants N, compared at least once.
 hpa_compared() {
   [[ "$(jget "$1" mas "$2" '{.status.hpaComparison.hpaDesiredReplicas}')" == "$3" &&

@@ -13,18 +13,7 @@ test_handover() {
   deployment "$ns" ho 1
   series_set test_load "$ns" ho 30
   publish
-  k apply -n "$ns" -f - >/dev/null <<YAML
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: ho}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: ho}
-  minReplicas: 3
-  maxReplicas: 3
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
-YAML
+  hpa_to ho 3 3 | k apply -n "$ns" -f - >/dev/null
   mas_to ho apps/v1 Deployment ho | sed 's/^  maxReplicas: 10/  maxReplicas: 10\n  dryRun: true/' |
     mas_apply "$ns" || { fail "handover: objects refused"; return; }
   prom_wait "test_load{namespace=\"$ns\",workload=\"ho\"} == 30" 15

@@ -37,29 +37,7 @@ test_pause() {
   series_set test_load "$ns" h1 60
   series_set test_load "$ns" hs 60
   publish
-  k apply -n "$ns" -f - >/dev/null <<YAML
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: h1}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: h1}
-  minReplicas: 2
-  maxReplicas: 2
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: hs}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hs}
-  minReplicas: 3
-  maxReplicas: 3
-  metrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
-YAML
+  { hpa_to h1 2 2; echo ---; hpa_to hs 3 3; } | k apply -n "$ns" -f - >/dev/null
   {
     mas_to p1 apps/v1 Deployment p1 | sed 's/^metadata: .*/metadata: {name: p1, annotations: {autoscaling.meshscaler.io\/paused: "true"}}/'
     echo ---
