@@ -317,6 +317,47 @@ static ms_err_t read_metrics(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *e
     return err;
 }
 
+/* "group/version" or "version": lower-case letters, digits, '.', '-', one
+ * '/' at most, at most 253 bytes. */
+static bool is_api_version(const char *s)
+{
+    size_t n = strlen(s), slashes = 0;
+
+    if (n == 0 || n > 253 || s[0] == '/' || s[n - 1] == '/')
+        return false;
+    for (; *s; s++) {
+        if (*s == '/')
+            slashes++;
+        else if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '.' || *s == '-'))
+            return false;
+    }
+    return slashes <= 1;
+}
+
+/* A kind: a letter, then letters and digits, at most 63 bytes. */
+static bool is_kind(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 63 || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+static ms_err_t ref_error(ms_jpath_t *p, const char *key, const char *value, const char *what,
+                          char *errbuf, size_t errlen)
+{
+    size_t mark = ms_jpath_push_key(p, key);
+    ms_err_t err = ms_jpath_errf(p, errbuf, errlen, "\"%.64s\" is not %s", value, what);
+
+    ms_jpath_pop(p, mark);
+    return err;
+}
+
+/* The target, held to what a MeshAutoscaler's scaleTargetRef takes. */
 static ms_err_t read_ref(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errbuf, size_t errlen)
 {
     const cJSON *ref = child(spec, "scaleTargetRef");
@@ -325,10 +366,16 @@ static ms_err_t read_ref(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errbu
 
     if (err == MS_OK)
         err = read_str(ref, "apiVersion", false, p, &h->ref_api_version, errbuf, errlen);
+    if (err == MS_OK && h->ref_api_version != NULL && !is_api_version(h->ref_api_version))
+        err = ref_error(p, "apiVersion", h->ref_api_version, "an API version", errbuf, errlen);
     if (err == MS_OK)
         err = read_str(ref, "kind", true, p, &h->ref_kind, errbuf, errlen);
+    if (err == MS_OK && !is_kind(h->ref_kind))
+        err = ref_error(p, "kind", h->ref_kind, "a kind", errbuf, errlen);
     if (err == MS_OK)
         err = read_str(ref, "name", true, p, &h->ref_name, errbuf, errlen);
+    if (err == MS_OK && !is_object_name(h->ref_name))
+        err = ref_error(p, "name", h->ref_name, "a Kubernetes name", errbuf, errlen);
     ms_jpath_pop(p, mark);
     return err;
 }
@@ -540,11 +587,13 @@ static void w_target(writer_t *w, int target_type, const cJSON *value)
         w_str(w, 6, fields[target_type], text);
 }
 
-/* Text for a comment or a report line stays one line, whatever the input. */
+/* Text for a comment or a report line stays one line of ASCII, whatever the
+ * input: YAML also breaks lines at U+0085, U+2028 and U+2029, and a cut
+ * may split a UTF-8 sequence (found by fuzz_convert). */
 static void one_line(char *s)
 {
     for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
             *s = '?';
 }
 

@@ -259,6 +259,15 @@ static void invalid_hpas_are_refused_with_their_path(void **state)
          "in.yaml: spec: minReplicas 5 is above maxReplicas 3"},
         {HPA_HEAD "spec: {scaleTargetRef: {kind: Deployment}, maxReplicas: 3}\n",
          "in.yaml: spec.scaleTargetRef.name: required"},
+        /* the target as a MeshAutoscaler takes it (found by fuzz_convert: an
+         * apiVersion of 282 bytes with spaces was written out as given) */
+        {HPA_HEAD "spec: {scaleTargetRef: {apiVersion: 'apps/v1 x', kind: Deployment, name: a}, "
+                  "maxReplicas: 3}\n",
+         "in.yaml: spec.scaleTargetRef.apiVersion: \"apps/v1 x\" is not an API version"},
+        {HPA_HEAD "spec: {scaleTargetRef: {kind: 'Deploy ment', name: a}, maxReplicas: 3}\n",
+         "in.yaml: spec.scaleTargetRef.kind: \"Deploy ment\" is not a kind"},
+        {HPA_HEAD "spec: {scaleTargetRef: {kind: Deployment, name: A_b}, maxReplicas: 3}\n",
+         "in.yaml: spec.scaleTargetRef.name: \"A_b\" is not a Kubernetes name"},
         {HPA_HEAD "spec: {" REF ", maxReplicas: 3, metrics: [{type: Resource, resource: {name: "
                   "cpu, target: {type: Utilization}}}]}\n",
          "in.yaml: spec.metrics[0].resource.target.averageUtilization: required by type "
@@ -402,6 +411,30 @@ static void metric_map_files_are_read_and_checked(void **state)
     assert_string_equal(errbuf, "$: want one mapping of metric name to PromQL template");
 }
 
+/* A metric name with a line separator (U+2028) and cut in the middle of a
+ * UTF-8 sequence still gives YAML that reads back (found by fuzz_convert). */
+static void comments_stay_ascii(void **state)
+{
+    char errbuf[MS_ERRBUF_SIZE], text[1024];
+    cJSON *docs = NULL;
+    ms_buf_t out;
+    (void)state;
+
+    snprintf(text, sizeof text,
+             HPA_HEAD "spec: {" REF ", maxReplicas: 3, metrics: [{type: Resource, resource: {name: "
+                      "cpu, target: {type: Utilization, averageUtilization: 50}}}, {type: External, "
+                      "external: {metric: {name: \"%s\"}, target: {type: Value, value: 3}}}]}\n",
+             "q\u2028x" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\u00e9\u00e9\u00e9");
+    ms_buf_init(&out, 1u << 20);
+    assert_int_equal(convert(text, NULL, &out, errbuf), MS_OK);
+    assert_int_equal(ms_yaml_load_all(out.data, out.len, &docs, errbuf, sizeof errbuf), MS_OK);
+    assert_int_equal(cJSON_GetArraySize(docs), 1);
+    for (size_t i = 0; i < out.len; i++)
+        assert_true((unsigned char)out.data[i] < 0x80);
+    cJSON_Delete(docs);
+    ms_buf_cleanup(&out);
+}
+
 /* --live writes dryRun: false; the behavior's tolerance carries over. */
 static void live_and_tolerance(void **state)
 {
@@ -432,6 +465,7 @@ int main(void)
         cmocka_unit_test(mapped_metric_names_are_valid_and_unique),
         cmocka_unit_test(metric_map_files_are_read_and_checked),
         cmocka_unit_test(live_and_tolerance),
+        cmocka_unit_test(comments_stay_ascii),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
