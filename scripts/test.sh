@@ -15,9 +15,12 @@
 #   integration     against one shared environment from e2e/local: the CRD, the
 #                   clients, the controller, the image (Docker) and the chart
 #                   installed in-cluster: every tests/integration/*/run.sh
-#   lab             the incident lab, shortened (e2e/lab/blind-vs-aware.sh --short):
-#                   the HPA on CPU and meshscaler side by side on real pods under the
-#                   same peak, a dry-run meshscaler beside the HPA; asserts directions
+#   lab             the incident lab's three scenarios, shortened (e2e/lab/*.sh --short),
+#                   each on real pods, two arms side by side under the same peak:
+#                   blind-vs-aware (the HPA on CPU and meshscaler, a dry-run meshscaler
+#                   beside the HPA), retry-storm (without and with the retry guard),
+#                   edge-flows (without and with the downstream guardrail); asserts
+#                   directions
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
 # Under CI=true nothing may be skipped: a suite in MS_SKIP, a ctest test that
 # skips, or an integration runner that exits 77 fails the run instead. The
@@ -166,7 +169,18 @@ suite bench bench
 suite chart bash tests/chart/run.sh
 suite e2e-smoke e2e_smoke
 suite integration integration
-suite lab bash e2e/lab/blind-vs-aware.sh --short
+# The lab's scenarios one after the other (each brings the node up and down: it is
+# a machine singleton); all three run, and the suite fails if one did.
+lab() {
+  local rc=0 scenario
+  for scenario in blind-vs-aware retry-storm edge-flows; do
+    echo "--- e2e/lab/$scenario.sh --short"
+    bash "e2e/lab/$scenario.sh" --short || { echo "lab: $scenario failed"; rc=1; }
+  done
+  return $rc
+}
+
+suite lab lab
 
 echo
 if [[ $failed -gt 0 ]]; then

@@ -13,6 +13,11 @@
 #   retry-storm     clients retry a refused request at once, up to 3 times: (a)
 #                   meshscaler without the retry-storm guard, (b) with it (it scales for
 #                   the logical demand, not the retried attempts). e2e/lab/retry-storm.sh.
+#   edge-flows      every pod keeps connections to a downstream through a load balancer
+#                   whose flow table (maxconn) is the next limit, and needs them to
+#                   serve; a bystander's clients share the balancer: (a) meshscaler
+#                   without the downstream guardrail, (b) with it (scale out only while
+#                   the balancer stays at or under 70%). e2e/lab/edge-flows.sh.
 #
 #   e2e/lab/run.sh SCENARIO              full run: a 3-minute peak (about 6 minutes once built)
 #   e2e/lab/run.sh SCENARIO --short      shortened run for a test command: a 1-minute peak
@@ -41,9 +46,9 @@ export MESHSCALER_E2E_STATE="${MESHSCALER_E2E_STATE:-$LAB/.state}"
 
 SCENARIO="${1:-}"
 case "$SCENARIO" in
-  blind-vs-aware|retry-storm) shift ;;
+  blind-vs-aware|retry-storm|edge-flows) shift ;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "e2e/lab/run.sh: want a scenario: blind-vs-aware or retry-storm (see --help)" >&2; exit 2 ;;
+  *) echo "e2e/lab/run.sh: want a scenario: blind-vs-aware, retry-storm or edge-flows (see --help)" >&2; exit 2 ;;
 esac
 OUT="$LAB/results/$SCENARIO"
 MODE=full
@@ -102,7 +107,7 @@ if [ "$SCENARIO" = blind-vs-aware ]; then
   TITLE_B="(b) meshscaler on sidecar concurrency + saturation correction (target ${TARGET_UTILIZATION}%, sync ${MESH_SYNC_S} s)"
   AUTOSCALER_A="autoscaling/v2 HPA, ContainerResource cpu of container app, ${TARGET_UTILIZATION}% of request; kube-controller-manager sync period ${HPA_SYNC_S} s (its default), metrics-server resolution 15 s; a MeshAutoscaler in dryRun beside it"
   HEADLINE="blind-vs-aware: the same peak (%d -> %d requests/s) against a CPU HPA and meshscaler"
-else
+elif [ "$SCENARIO" = retry-storm ]; then
   RETRY=immediate:3   # a refused request is tried again at once, up to 3 times
   ARM_A=noguard ARM_B=guard
   LABEL_A="(a) no guard" LABEL_B="(b) retry guard"
@@ -118,8 +123,24 @@ else
   # per second and arm, more than two shared cores serve (measured: metastable).
   PEAK_RATE="${RETRY_PEAK_RATE:-150}"
   PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
+else
+  RETRY=none
+  ARM_A=noguard ARM_B=guard
+  LABEL_A="(a) no downstream guard" LABEL_B="(b) downstream guard"
+  # Every pod keeps POOL_CONNS connections through the balancer, whose frontend admits
+  # LB_FLOWS: the table is full at LB_FLOWS / POOL_CONNS = 8 pods, fewer than the
+  # peak's 10 (at 70%); the guard stops at 70% of it, 5 pods (125 flows).
+  POOL_CONNS=25
+  LB_FLOWS=200
+  LB_MAX_UTILIZATION=0.7
+  BYSTANDER_RATE=20   # requests/s of the bystander behind the same balancer, a new flow each
+  TITLE_A="(a) meshscaler without the downstream guardrail (target ${TARGET_UTILIZATION}%, sync ${MESH_SYNC_S} s)"
+  TITLE_B="(b) meshscaler with the downstream guardrail: balancer at most $(python3 -c "print(round($LB_MAX_UTILIZATION*100))")% of ${LB_FLOWS} flows, ${POOL_CONNS} a pod"
+  AUTOSCALER_A="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction over ${RATE_WINDOW}; no downstream guardrail"
+  HEADLINE="edge-flows: the same peak (%d -> %d requests/s); every pod holds ${POOL_CONNS} of the balancer's ${LB_FLOWS} flows, without and with the guardrail"
+  APP_CPU_REQUEST=20m # no HPA reads the app's CPU; both arms' pods fit on the node
 fi
-AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the load client")"
+AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the load client")$([ "$SCENARIO" = edge-flows ] && echo "; downstream guardrail on the balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit")"
 NS_A="lab-$ARM_A" NS_B="lab-$ARM_B"
 
 T_START=$SECONDS
@@ -169,14 +190,16 @@ fi
 ninja -C "$BUILD" meshscaler-load >"$OUT/logs/ninja.log" 2>&1 || die "building meshscaler-load failed (log: $OUT/logs/ninja.log)"
 LOAD="$BUILD/e2e/lab/load/meshscaler-load"
 
-# The lab app (e2e/lab/app/app.c): a static binary in a one-layer image, no Docker.
+# The lab app (the cluster's test app, e2e/images/app/app.c): a static binary in a
+# one-layer image, no Docker.
+APP_SRC="$REPO/e2e/images/app/app.c"
 mkdir -p "$LAB/.cache"
-tag="$(cat "$LAB/app/app.c" "$LAB/lib/image_tar.py" <(gcc --version | head -n 1) | sha256sum | cut -c1-12)"
+tag="$(cat "$APP_SRC" "$LAB/lib/image_tar.py" <(gcc --version | head -n 1) | sha256sum | cut -c1-12)"
 LAB_APP_IMAGE="localhost/meshscaler-e2e/lab-app:$tag"
 LAB_APP_TAR="$LAB/.cache/lab-app-$tag.tar"
 if [ ! -f "$LAB_APP_TAR" ]; then
   root="$(mktemp -d)"
-  gcc -static -O2 -Wall -Wextra -Werror -pthread -s -o "$root/app" "$LAB/app/app.c" || die "could not build the lab app"
+  gcc -static -O2 -Wall -Wextra -Werror -pthread -s -o "$root/app" "$APP_SRC" || die "could not build the lab app"
   python3 "$LAB/lib/image_tar.py" "$LAB_APP_IMAGE" "$root" "$LAB_APP_TAR" /app || die "could not write $LAB_APP_TAR"
   rm -rf "$root"
   find "$LAB/.cache" -name 'lab-app-*.tar' ! -name "lab-app-$tag.tar" -delete
@@ -194,6 +217,7 @@ say "cluster up in $T_UP s"
 
 t=$SECONDS
 k() { "$KUBECTL" "$@"; }
+lab_ports() { "$E2E" ports "$1" || die "no free ports"; }
 "$E2E" image load "$LAB_APP_TAR" || die "could not import the lab app's image"
 eval "$("$E2E" image meshscaler 2>"$OUT/logs/image-meshscaler.log" | grep '^MESHSCALER_IMAGE=')"
 [ -n "${MESHSCALER_IMAGE:-}" ] || die "no meshscaler image (log: $OUT/logs/image-meshscaler.log)"
@@ -205,12 +229,26 @@ HELM="$REPO/e2e/.bin/helm"
 k delete namespace "$NS_A" "$NS_B" --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
 
 export LAB_APP_IMAGE START_REPLICAS MAX_REPLICAS APP_WORKERS CPU_US HOLD_MS STARTUP_DELAY APP_CPU_REQUEST \
-  SIDECAR_CPU_REQUEST SIDECAR_MAXCONN TARGET_UTILIZATION RATE_WINDOW RETRY_THRESHOLD SCENARIO
+  SIDECAR_CPU_REQUEST SIDECAR_MAXCONN TARGET_UTILIZATION RATE_WINDOW RETRY_THRESHOLD SCENARIO \
+  POOL_CONNS LB_FLOWS LB_MAX_UTILIZATION
 export QUEUE_TIMEOUT="${QUEUE_TIMEOUT_S}s"
 # shellcheck source=e2e/lab/lib/objects.sh
 . "$LAB/lib/objects.sh"
+# edge-flows: the balancer the pods' pools go through, up before the pods.
+POOL_A="" POOL_B=""
+if [ "$SCENARIO" = edge-flows ]; then
+  read -r LB_POOL_A LB_POOL_B LB_BYS_A LB_BYS_B LB_EXPORTER BYS_PORT_A BYS_PORT_B < <(lab_ports 7)
+  lb_config "$LB_EXPORTER" "$MESHSCALER_E2E_NODE_IP" "lb-$ARM_A:$LB_POOL_A:$LB_BYS_A" "lb-$ARM_B:$LB_POOL_B:$LB_BYS_B" \
+    >"$OUT/logs/lb.cfg"
+  haproxy -c -q -f "$OUT/logs/lb.cfg" || die "haproxy rejected $OUT/logs/lb.cfg"
+  haproxy -db -f "$OUT/logs/lb.cfg" >"$OUT/logs/lb.log" 2>&1 &
+  PIDS+=($!)
+  "$E2E" prometheus targets add lab-lb "127.0.0.1:$LB_EXPORTER" >/dev/null 2>&1
+  POOL_A="$MESHSCALER_E2E_NODE_IP:$LB_POOL_A" POOL_B="$MESHSCALER_E2E_NODE_IP:$LB_POOL_B"
+  say "balancer: $LB_FLOWS flows per arm, $POOL_CONNS a pod (lb-$ARM_A $POOL_A, lb-$ARM_B $POOL_B)"
+fi
 say "workloads: $START_REPLICAS pods each in $NS_A and $NS_B (sidecar maxconn $SIDECAR_MAXCONN, app ${HOLD_MS} ms per request, start-up delay ${STARTUP_DELAY} s)"
-{ workload "$NS_A"; echo ---; workload "$NS_B"; } | k apply -f - >/dev/null || die "could not apply the workloads"
+{ workload "$NS_A" "$POOL_A"; echo ---; workload "$NS_B" "$POOL_B"; } | k apply -f - >/dev/null || die "could not apply the workloads"
 
 say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync period ${MESH_SYNC_S}s)"
 "$HELM" install "$REL" "$REPO/charts/meshscaler" -n "$NS_SYS" --create-namespace \
@@ -220,8 +258,10 @@ say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync pe
   || { cat "$OUT/logs/helm.log" >&2; die "helm install failed"; }
 if [ "$SCENARIO" = blind-vs-aware ]; then
   { hpa "$NS_A"; echo ---; shadow_mas "$NS_A"; echo ---; mas "$NS_B"; } | k apply -f - >/dev/null
-else
+elif [ "$SCENARIO" = retry-storm ]; then
   { mas "$NS_A"; echo ---; mas "$NS_B" "lab-load-$ARM_B"; } | k apply -f - >/dev/null
+else
+  { mas "$NS_A"; echo ---; mas "$NS_B" "" "lb-$ARM_B"; } | k apply -f - >/dev/null
 fi || die "could not apply the autoscalers"
 
 eventually() { # eventually SECONDS WHAT CMD...
@@ -250,11 +290,7 @@ say "installed and warm in $T_INSTALL s"
 # --- the run -----------------------------------------------------------------------------
 IP_A="$(k -n "$NS_A" get service web -o 'jsonpath={.spec.clusterIP}')"
 IP_B="$(k -n "$NS_B" get service web -o 'jsonpath={.spec.clusterIP}')"
-read -r PORT_A PORT_B EDGE_A EDGE_B EDGE_EXPORTER < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(5)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r PORT_A PORT_B EDGE_A EDGE_B EDGE_EXPORTER < <(lab_ports 5)
 edge_config "$EDGE_EXPORTER" "edge-$ARM_A:$EDGE_A:$IP_A" "edge-$ARM_B:$EDGE_B:$IP_B" >"$OUT/logs/edge.cfg"
 haproxy -c -q -f "$OUT/logs/edge.cfg" || die "haproxy rejected $OUT/logs/edge.cfg"
 haproxy -db -f "$OUT/logs/edge.cfg" >"$OUT/logs/edge.log" 2>&1 &
@@ -292,7 +328,18 @@ for arm in "$ARM_A" "$ARM_B"; do
   if [ "$arm" = "$ARM_A" ]; then LOAD_PID_A=$!; else LOAD_PID_B=$!; fi
 done
 
-MESH_A=false; [ "$SCENARIO" = retry-storm ] && MESH_A=true
+if [ "$SCENARIO" = edge-flows ]; then
+  for arm in "$ARM_A" "$ARM_B"; do
+    if [ "$arm" = "$ARM_A" ]; then bys=$LB_BYS_A port=$BYS_PORT_A; else bys=$LB_BYS_B port=$BYS_PORT_B; fi
+    "$E2E" prometheus targets add "lab-bystander-$arm" "127.0.0.1:$port" "arm=$arm" >/dev/null 2>&1
+    "$LOAD" --url "http://127.0.0.1:$bys/other" --profile "steady:$BYSTANDER_RATE" --duration "$DURATION_S" --seed 13 \
+      --timeout-ms 3000 --metrics-addr "127.0.0.1:$port" --summary "$OUT/logs/bystander-$arm.json" \
+      >"$OUT/logs/bystander-$arm.out" 2>"$OUT/logs/bystander-$arm.err" &
+    PIDS+=($!)
+  done
+fi
+
+MESH_A=false; [ "$SCENARIO" = blind-vs-aware ] || MESH_A=true
 cat >"$OUT/logs/params.json" <<EOF
 {"scenario": "$SCENARIO", "mode": "$MODE", "t0": $T0, "prometheus_url": "$PROMETHEUS_URL", "out_dir": "$OUT",
  "headline": "$HEADLINE",
@@ -303,15 +350,19 @@ cat >"$OUT/logs/params.json" <<EOF
  "app_cpu_request": "$APP_CPU_REQUEST", "startup_delay_s": $STARTUP_DELAY, "pod_admits_per_s": $POD_ADMITS,
  "target_utilization": $TARGET_UTILIZATION, "rate_window": "$RATE_WINDOW", "mesh_sync_s": $MESH_SYNC_S,
  "hpa_sync_s": $HPA_SYNC_S, "recover_bound_s": $RECOVER_BOUND_S, "retry_threshold": $RETRY_THRESHOLD,
+ "pool_conns": ${POOL_CONNS:-0}, "lb_flows": ${LB_FLOWS:-0}, "lb_max_utilization": ${LB_MAX_UTILIZATION:-0},
+ "bystander_rate": ${BYSTANDER_RATE:-0},
  "shadow_json": "$OUT/logs/shadow.json", "replicas_log": "$OUT/logs/replicas.log",
  "hpa_log": "$([ "$SCENARIO" = blind-vs-aware ] && echo "$OUT/logs/hpa.log")", "decisions_log": "$OUT/logs/decisions.log",
  "arm_labels": {"$ARM_A": "$LABEL_A", "$ARM_B": "$LABEL_B"},
  "arm_titles": {"$ARM_A": "$TITLE_A", "$ARM_B": "$TITLE_B"},
  "arms": {
   "$ARM_A": {"label": "$LABEL_A", "namespace": "$NS_A", "target": "lab-load-$ARM_A", "autoscaler": "$AUTOSCALER_A",
-          "meshscaler": $MESH_A, "events_json": "$OUT/logs/events-$ARM_A.json", "summary": "$OUT/logs/load-$ARM_A.json"},
+          "meshscaler": $MESH_A, "events_json": "$OUT/logs/events-$ARM_A.json", "summary": "$OUT/logs/load-$ARM_A.json",
+          "lb_proxy": "lb-$ARM_A", "bystander": "lab-bystander-$ARM_A", "bystander_summary": "$OUT/logs/bystander-$ARM_A.json"},
   "$ARM_B": {"label": "$LABEL_B", "namespace": "$NS_B", "target": "lab-load-$ARM_B", "autoscaler": "$AUTOSCALER_B",
-          "meshscaler": true, "events_json": "$OUT/logs/events-$ARM_B.json", "summary": "$OUT/logs/load-$ARM_B.json"}},
+          "meshscaler": true, "events_json": "$OUT/logs/events-$ARM_B.json", "summary": "$OUT/logs/load-$ARM_B.json",
+          "lb_proxy": "lb-$ARM_B", "bystander": "lab-bystander-$ARM_B", "bystander_summary": "$OUT/logs/bystander-$ARM_B.json"}},
  "timings": {}}
 EOF
 python3 "$LAB/lib/report.py" "$OUT/logs/params.json" --live 10 &

@@ -1,22 +1,40 @@
-/* app — the application container of the local cluster's test workload.
+/* app — the application container of the local cluster's test workload and of the
+ * incident lab (e2e/lab).
  *
  * A small HTTP/1.1 server whose capacity per replica is fixed: WORKERS threads each
- * serve one connection at a time, and every request to /work burns CPU_MS
- * milliseconds of CPU, so its CPU use tracks its load (what a CPU-based HPA sees)
- * while a sidecar in front of it limits how many requests reach it.
+ * serve one connection at a time. Every request to /work burns CPU on the thread
+ * (CPU_US microseconds, or CPU_MS milliseconds) and then waits HOLD_MS milliseconds
+ * without CPU, holding its worker, as a real service waits on a database or another
+ * service. So its CPU use tracks its load (what a CPU-based HPA sees) while a sidecar
+ * in front of it limits how many requests reach it, and with HOLD_MS the sidecar's
+ * limit can bind while the application reads a third of its CPU (on a 2-core machine a
+ * request that is all CPU is a busy core).
+ *
+ * With POOL_ADDR it also keeps POOL_CONNS connections open to a downstream through a
+ * load balancer, as a service keeps a pool to its database or its authentication path:
+ * every replica it adds takes that many more entries of the balancer's flow table (the
+ * lab's edge-flows scenario). Each pooled connection asks GET /pool every 2 s; one that
+ * cannot connect or gets no answer within 3 s is closed and opened again after 1 s. With
+ * POOL_REQUIRED=1 the app needs its downstream: /work answers 503 while none of its
+ * pooled connections is open (a replica the balancer had no room for serves nothing).
  *
  *   GET /healthz   200 while the process runs (liveness)
  *   GET /readyz    200 once STARTUP_DELAY_SECONDS have passed, 503 before (readiness)
- *   GET /work      burns CPU_MS ms of CPU (or ?ms=N, at most 1000), then 200 with
- *                  "done HOSTNAME" (tests count the pods a Service reached)
+ *   GET /work      burns the CPU, holds HOLD_MS, then 200 with "done HOSTNAME" (tests
+ *                  count the pods a Service reached); ?ms=N (CPU ms, at most 1000),
+ *                  ?us=N (CPU us, at most 1000000) and ?hold=M (at most 60000 ms) override
  *   GET /sleep?ms=N  holds the request N ms (at most 60000) without CPU: in-flight
  *                  requests without load, for tests of concurrency
- *   GET /metrics   app_requests_total, app_in_flight, app_workers (Prometheus text)
+ *   GET /metrics   app_requests_total, app_in_flight, app_workers, app_pool_connections,
+ *                  app_pool_connections_wanted (Prometheus text)
  *
- * Environment: PORT (8080), WORKERS (16), CPU_MS (5), STARTUP_DELAY_SECONDS (0).
+ * Environment: PORT (8080), WORKERS (16), CPU_MS (5) or CPU_US (wins when set),
+ * HOLD_MS (0), STARTUP_DELAY_SECONDS (0), POOL_ADDR (IPv4:PORT, off), POOL_CONNS (0),
+ * POOL_REQUIRED (0).
  * It exits 0 on SIGTERM. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -39,7 +57,12 @@ static struct {
     size_t head, len;
 } queue = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0};
 
-static long cpu_ms = 5;
+static long cpu_us = 5000;
+static long hold_ms;
+static long pool_conns;
+static long pool_required;
+static struct sockaddr_in pool_addr;
+static atomic_long pool_up;
 static long workers = 16;
 static double ready_at;
 static char hostname[128] = "unknown";
@@ -70,9 +93,9 @@ static double now_mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Burns ms milliseconds of this thread's CPU time (not wall time: a busy node
+/* Burns us microseconds of this thread's CPU time (not wall time: a busy node
  * makes requests slower, as it would a real service). */
-static void burn_cpu(long ms)
+static void burn_cpu_us(long us)
 {
     struct timespec ts;
     double start, t;
@@ -81,11 +104,11 @@ static void burn_cpu(long ms)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     start = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
     do {
-        for (int i = 0; i < 10000; i++)
+        for (int i = 0; i < 1000; i++)
             sink += (unsigned long)i * 2654435761u;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
         t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-    } while ((t - start) * 1000.0 < (double)ms);
+    } while ((t - start) * 1e6 < (double)us);
 }
 
 static int write_all(int fd, const char *p, size_t n)
@@ -115,6 +138,30 @@ static int respond(int fd, int status, const char *body, int keep_alive)
     return write_all(fd, body, strlen(body));
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* query_long reads NAME=N from a request target; def when absent or outside [0, max]. */
+static long query_long(const char *target, const char *name, long def, long max)
+{
+    const char *q = strchr(target, '?');
+    size_t n = strlen(name);
+
+    while (q != NULL) {
+        q++;
+        if (strncmp(q, name, n) == 0 && q[n] == '=') {
+            long v = strtol(q + n + 1, NULL, 10);
+            return v >= 0 && v <= max ? v : def;
+        }
+        q = strchr(q, '&');
+    }
+    return def;
+}
+
 /* handle answers one request line; returns the status it sent, or -1. */
 static int handle(int fd, const char *target, int keep_alive)
 {
@@ -130,36 +177,29 @@ static int handle(int fd, const char *target, int keep_alive)
         snprintf(body, sizeof body,
                  "# TYPE app_requests_total counter\napp_requests_total %lu\n"
                  "# TYPE app_in_flight gauge\napp_in_flight %ld\n"
-                 "# TYPE app_workers gauge\napp_workers %ld\n",
-                 atomic_load(&requests_total), atomic_load(&in_flight), workers);
+                 "# TYPE app_workers gauge\napp_workers %ld\n"
+                 "# TYPE app_pool_connections gauge\napp_pool_connections %ld\n"
+                 "# TYPE app_pool_connections_wanted gauge\napp_pool_connections_wanted %ld\n",
+                 atomic_load(&requests_total), atomic_load(&in_flight), workers, atomic_load(&pool_up),
+                 pool_conns);
         return respond(fd, 200, body, keep_alive) == 0 ? 200 : -1;
     }
     if (strncmp(target, "/sleep", 6) == 0) {
-        const char *q = strstr(target, "ms=");
-        long ms = q != NULL ? strtol(q + 3, NULL, 10) : 0;
-        struct timespec ts;
-        if (ms < 0 || ms > 60000)
-            ms = 0;
-        ts.tv_sec = ms / 1000;
-        ts.tv_nsec = (ms % 1000) * 1000000L;
         atomic_fetch_add(&in_flight, 1);
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
+        sleep_ms(query_long(target, "ms", 0, 60000));
         atomic_fetch_sub(&in_flight, 1);
         atomic_fetch_add(&requests_total, 1);
         snprintf(body, sizeof body, "slept %s\n", hostname);
         return respond(fd, 200, body, keep_alive) == 0 ? 200 : -1;
     }
     if (strcmp(target, "/") == 0 || strncmp(target, "/work", 5) == 0) {
-        long ms = cpu_ms;
-        const char *q = strstr(target, "ms=");
-        if (q != NULL) {
-            ms = strtol(q + 3, NULL, 10);
-            if (ms < 0 || ms > 1000)
-                ms = cpu_ms;
-        }
+        if (pool_required && atomic_load(&pool_up) == 0)
+            return respond(fd, 503, "no connection to the downstream\n", keep_alive) == 0 ? 503 : -1;
+        long us = query_long(target, "ms", -1, 1000);
+        us = us >= 0 ? us * 1000 : query_long(target, "us", cpu_us, 1000000);
         atomic_fetch_add(&in_flight, 1);
-        burn_cpu(ms);
+        burn_cpu_us(us);
+        sleep_ms(query_long(target, "hold", hold_ms, 60000));
         atomic_fetch_sub(&in_flight, 1);
         atomic_fetch_add(&requests_total, 1);
         snprintf(body, sizeof body, "done %s\n", hostname);
@@ -218,6 +258,95 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* pool_ping asks GET /pool on an open pooled connection; 0 when a 200 came back. */
+static int pool_ping(int fd)
+{
+    static const char ping[] = "GET /pool HTTP/1.1\r\nHost: pool\r\n\r\n";
+    char buf[1024];
+    size_t len = 0;
+    char *end;
+
+    if (write_all(fd, ping, sizeof ping - 1) != 0)
+        return -1;
+    while ((end = memmem(buf, len, "\r\n\r\n", 4)) == NULL) {
+        ssize_t r = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+        if (r <= 0 || (len += (size_t)r) == sizeof buf - 1)
+            return -1;
+    }
+    buf[len] = '\0';
+    if (strncmp(buf, "HTTP/1.1 200", 12) != 0)
+        return -1;
+    /* Read the body too, so the next answer starts at its own head. */
+    const char *cl = strcasestr(buf, "\r\ncontent-length:");
+    size_t body = cl != NULL && cl < end ? (size_t)strtoul(cl + 17, NULL, 10) : 0;
+    size_t have = len - (size_t)(end + 4 - buf);
+    while (have < body) {
+        ssize_t r = recv(fd, buf, body - have < sizeof buf ? body - have : sizeof buf, 0);
+        if (r <= 0)
+            return -1;
+        have += (size_t)r;
+    }
+    return have == body ? 0 : -1;
+}
+
+/* pool_connection keeps one pooled connection open for the life of the process. */
+static void *pool_connection(void *arg)
+{
+    struct timeval wait = {.tv_sec = 3};
+    (void)arg;
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
+        }
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&pool_addr, sizeof pool_addr) == 0 && pool_ping(fd) == 0) {
+            atomic_fetch_add(&pool_up, 1);
+            do
+                sleep_ms(2000);
+            while (pool_ping(fd) == 0);
+            atomic_fetch_sub(&pool_up, 1);
+        }
+        if (fd >= 0)
+            close(fd);
+        sleep_ms(1000);
+    }
+    return NULL;
+}
+
+/* start_pool parses POOL_ADDR and starts POOL_CONNS pooled connections; 0 on success. */
+static int start_pool(void)
+{
+    const char *spec = getenv("POOL_ADDR");
+    char host[64];
+    long port;
+    pthread_attr_t attr;
+    int rc = 0;
+
+    pool_conns = env_long("POOL_CONNS", 0, 0, 1000);
+    pool_required = env_long("POOL_REQUIRED", 0, 0, 1);
+    if (spec == NULL || *spec == '\0' || pool_conns == 0)
+        return 0;
+    if (sscanf(spec, "%63[0-9.]:%ld", host, &port) != 2 || port < 1 || port > 65535 ||
+        inet_pton(AF_INET, host, &pool_addr.sin_addr) != 1) {
+        fprintf(stderr, "app: POOL_ADDR=%s is not IPv4:PORT\n", spec);
+        return -1;
+    }
+    pool_addr.sin_family = AF_INET;
+    pool_addr.sin_port = htons((uint16_t)port);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (long i = 0; i < pool_conns && rc == 0; i++) {
+        pthread_t t;
+        rc = pthread_create(&t, &attr, pool_connection, NULL);
+    }
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        fprintf(stderr, "app: pthread_create: %s\n", strerror(rc));
+    return rc == 0 ? 0 : -1;
+}
+
 static void on_term(int sig)
 {
     (void)sig;
@@ -228,7 +357,9 @@ int main(void)
 {
     long port = env_long("PORT", 8080, 1, 65535);
     workers = env_long("WORKERS", 16, 1, 4096);
-    cpu_ms = env_long("CPU_MS", 5, 0, 1000);
+    cpu_us = env_long("CPU_MS", 5, 0, 1000) * 1000;
+    cpu_us = env_long("CPU_US", cpu_us, 0, 1000000);
+    hold_ms = env_long("HOLD_MS", 0, 0, 60000);
     ready_at = now_mono() + (double)env_long("STARTUP_DELAY_SECONDS", 0, 0, 3600);
 
     gethostname(hostname, sizeof hostname - 1);
@@ -250,7 +381,10 @@ int main(void)
         }
         pthread_detach(t);
     }
-    fprintf(stderr, "app: listening on :%ld, %ld workers, %ld ms CPU per request\n", port, workers, cpu_ms);
+    if (start_pool() != 0)
+        return 2;
+    fprintf(stderr, "app: listening on :%ld, %ld workers, %ld us CPU and %ld ms wait per request, pool of %ld\n",
+            port, workers, cpu_us, hold_ms, pool_conns);
 
     for (;;) {
         int fd = accept(ls, NULL, NULL);

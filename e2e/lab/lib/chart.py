@@ -5,7 +5,9 @@ Three panels on one time axis (seconds since the load started):
   1. arm (a) (blind-vs-aware: the HPA; retry-storm: meshscaler without the guard):
      offered load, admitted (successes/s) and errors/s;
   2. arm (b) (meshscaler; with the guard): the same;
-  3. replicas of both arms (solid: spec.replicas; dotted: Ready).
+  3. replicas of both arms (solid: spec.replicas; dotted: Ready);
+  4. edge-flows only: the balancer's flow table, both arms, in % of its flows, with the
+     guardrail's ceiling.
 The arms, their titles and the headline come from the run's params.
 The peak's ramp and hold are shaded in every panel. The title carries the figures.
 
@@ -15,9 +17,9 @@ import json
 import sys
 from xml.sax.saxutils import escape
 
-W, H = 1100, 820
+W = 1100
 LEFT, RIGHT = 80, 215
-PANELS = [(105, 285), (345, 525), (580, 745)]  # (top, bottom) of each plot area
+PANELS = [(105, 285), (345, 525), (580, 745), (805, 945)]  # (top, bottom) of each plot area
 
 COLORS = {"offered": "#7f7f7f", "admitted": "#2ca02c", "errors": "#d62728"}
 ARM_COLORS = ("#ff7f0e", "#1f77b4")  # arm (a), arm (b)
@@ -67,7 +69,7 @@ class Svg:
         self.add('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="%s"/>'
                  % (x, y, w, h, fill, opacity))
 
-    def render(self):
+    def render(self, H):
         return ('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
                 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif">\n' % (W, H, W, H)
                 + '<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(self.parts) + "\n</svg>\n")
@@ -88,7 +90,7 @@ def segments(points):
     return out
 
 
-def write_svg(path, summary, series, replicas, p):
+def write_svg(path, summary, series, replicas, p, occupancy=None):
     duration = p["duration_s"]
     peak0 = p["base_s"]
     hold0, hold1 = peak0 + p["ramp_s"], peak0 + p["ramp_s"] + p["hold_s"]
@@ -126,12 +128,14 @@ def write_svg(path, summary, series, replicas, p):
 
     titles = [(arm, p["arm_titles"][arm]) for arm in arms]
 
-    for i, (top, bottom) in enumerate(PANELS):
+    panels = PANELS if occupancy and any(occupancy.values()) else PANELS[:3]
+    for i, (top, bottom) in enumerate(panels):
         # peak shading: ramp light, hold darker
         svg.rect(X(peak0), top, X(down1) - X(peak0), bottom - top, "#f2c94c", 0.12)
         svg.rect(X(hold0), top, X(hold1) - X(hold0), bottom - top, "#f2c94c", 0.18)
-        vmax = rate_max if i < 2 else rep_max
-        tk = ticks(vmax) if i < 2 else list(range(0, rep_max + 1, 2 if rep_max > 8 else 1))
+        vmax = rate_max if i < 2 else rep_max if i == 2 else 100
+        tk = (ticks(vmax) if i < 2 else list(range(0, rep_max + 1, 2 if rep_max > 8 else 1)) if i == 2
+              else [0, 25, 50, 70, 100])
         for v in tk:
             y = bottom - (bottom - top) * v / vmax
             svg.line(x0, y, x1, y, "#e6e6e6")
@@ -161,6 +165,15 @@ def write_svg(path, summary, series, replicas, p):
                 svg.line(x1 + 12, ly - 4, x1 + 36, ly - 4, COLORS[key], 2.5, "6,4" if key == "offered" else None)
                 svg.text(x1 + 42, ly, label, size=11)
                 ly += 18
+        elif i == 3:
+            limit = 100 * p["lb_max_utilization"]
+            svg.text(x0, top - 10, "the balancer's flow table, %% of its %d flows (dashed: the guardrail's %g%%)"
+                     % (p["lb_flows"], limit), size=13, weight="bold")
+            svg.text(28, (top + bottom) / 2, "% of flows", size=11, anchor="middle", color="#555", rotate=-90)
+            svg.line(x0, Y(limit), x1, Y(limit), "#555", 1.2, "5,4")
+            for arm in arms:
+                for seg in segments([(r["t"], 100 * r["occupancy"]) for r in occupancy.get(arm, [])]):
+                    svg.path([(X(t), Y(v)) for t, v in seg], color[arm], 2.2)
         else:
             svg.text(x0, top - 10, "replicas (solid: desired, spec.replicas; dotted: Ready)", size=13,
                      weight="bold")
@@ -184,10 +197,11 @@ def write_svg(path, summary, series, replicas, p):
                 svg.line(x1 + 12, ly - 4, x1 + 36, ly - 4, color[arm], 2.5)
                 svg.text(x1 + 42, ly, label, size=11)
                 ly += 18
-            svg.text((x0 + x1) / 2, bottom + 36, "seconds since the load started (shaded: the peak; dashed line: "
-                     "its start)", size=12, anchor="middle", color="#444")
+    bottom = panels[-1][1]
+    svg.text((x0 + x1) / 2, bottom + 36, "seconds since the load started (shaded: the peak; dashed line: "
+             "its start)", size=12, anchor="middle", color="#444")
     with open(path, "w") as f:
-        f.write(svg.render())
+        f.write(svg.render(bottom + 75))
 
 
 def main():
@@ -198,7 +212,7 @@ def main():
     with open(sys.argv[2]) as f:
         summary = json.load(f)
     p = summary["params"]
-    write_svg(sys.argv[3], summary, s["rates"], s["replicas"], p)
+    write_svg(sys.argv[3], summary, s["rates"], s["replicas"], p, s.get("occupancy"))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,20 @@
 # SIDECAR_MAXCONN / HOLD_MS requests per second while its app reads about 36% of its
 # CPU request (APP_CPU_REQUEST is sized so). Requests beyond the limit queue in the
 # sidecar and get a 503 after QUEUE_TIMEOUT.
+# edge-flows: each pod also keeps POOL_CONNS connections to a downstream through the
+# lab's load balancer (lb_config), and needs them to serve (POOL_REQUIRED).
 
-# workload NAMESPACE: the Deployment and Service `web`.
+# pool_env POOL_ADDR: the app's pooled connections to POOL_ADDR (nothing without one).
+pool_env() {
+  [ -n "$1" ] || return 0
+  cat <<EOF
+        - {name: POOL_ADDR, value: "$1"}
+        - {name: POOL_CONNS, value: "$POOL_CONNS"}
+        - {name: POOL_REQUIRED, value: "1"}
+EOF
+}
+
+# workload NAMESPACE [POOL_ADDR]: the Deployment and Service `web`.
 workload() {
   cat <<EOF
 apiVersion: v1
@@ -40,6 +52,7 @@ spec:
         - {name: CPU_US, value: "$CPU_US"}
         - {name: HOLD_MS, value: "$HOLD_MS"}
         - {name: STARTUP_DELAY_SECONDS, value: "$STARTUP_DELAY"}
+$(pool_env "${2:-}")
         ports: [{name: app, containerPort: 8080}]
         resources: {requests: {cpu: "$APP_CPU_REQUEST", memory: 16Mi}, limits: {cpu: 500m, memory: 64Mi}}
         # Ready once the app's start-up delay has passed. The kubelet asks the app itself, as
@@ -124,8 +137,24 @@ retry_guard() {
 EOF
 }
 
-# mas NAMESPACE [LOAD_TARGET]: the MeshAutoscaler `web`; with the retry-storm guard
-# when a load client's target is given.
+# downstream_guard LB_PROXY: the downstream guardrail on the flow table of the lab's
+# load balancer (the frontend LB_PROXY of lb_config): every replica adds POOL_CONNS
+# flows; never scale out past 70% of its maxconn. Nothing without a proxy.
+downstream_guard() {
+  [ -n "$1" ] || return 0
+  cat <<EOF
+    downstream:
+    - name: edge-lb
+      usageQuery: 'sum(haproxy_frontend_current_sessions{proxy="$1"})'
+      limitQuery: 'sum(haproxy_frontend_limit_sessions{proxy="$1"})'
+      perReplica: $POOL_CONNS
+      maxUtilization: $LB_MAX_UTILIZATION
+EOF
+}
+
+# mas NAMESPACE [LOAD_TARGET [LB_PROXY]]: the MeshAutoscaler `web`; with the retry-storm
+# guard when a load client's target is given, the downstream guardrail when a
+# balancer's frontend is.
 mas() {
   cat <<EOF
 apiVersion: autoscaling.meshscaler.io/v1alpha1
@@ -146,6 +175,7 @@ spec:
       rejectedQuery: 'sum(rate(haproxy_backend_connection_errors_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
       admittedQuery: 'sum(rate(haproxy_server_sessions_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
 $(retry_guard "${2:-}")
+$(downstream_guard "${3:-}")
 $(behavior)
 EOF
 }
@@ -166,7 +196,7 @@ shadow_mas() {
 # when they were opened: measured here, 12 Ready pods after a scale-up from 2, and
 # the ~400 connections of a saturated peak all still on the first 2 (http-reuse
 # always with max-reuse 10 gave the same).
-# No limit binds here: the edge's flow table is the edge-flows scenario's subject.
+# No limit binds here: the flow table of the edge-flows scenario is lb_config's.
 edge_config() { # edge_config EXPORTER_PORT NAME:PORT:SERVICE_IP...
   local eport="$1" spec name port ip
   shift
@@ -193,6 +223,43 @@ frontend $name
   default_backend $name
 backend $name
   server svc $ip:80
+EOF
+  done
+}
+
+# The edge-flows scenario's load balancer: the one the pods' downstream connections
+# go through, whose flow table (a frontend's maxconn, LB_FLOWS entries per arm) is the
+# next limit. A frontend per arm with two ports: POOL_PORT on the node's address, for
+# the pods' pooled connections (kept open), and BYSTANDER_PORT on the host, for a
+# bystander: another service's clients behind the same balancer, each request on a
+# new connection (a new flow). Both are answered by the balancer itself: what is
+# measured is whether a flow gets in. When the table is full, new flows wait in the
+# kernel's accept queue: a new pod gets no connection and the bystander times out.
+lb_config() { # lb_config EXPORTER_PORT NODE_IP NAME:POOL_PORT:BYSTANDER_PORT...
+  local eport="$1" node_ip="$2" spec name pool bystander
+  shift 2
+  cat <<EOF
+global
+  maxconn 8000
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+frontend exporter
+  bind 127.0.0.1:$eport
+  http-request use-service prometheus-exporter if { path /metrics }
+EOF
+  for spec in "$@"; do
+    IFS=: read -r name pool bystander <<<"$spec"
+    cat <<EOF
+frontend $name
+  bind $node_ip:$pool
+  bind 127.0.0.1:$bystander
+  maxconn $LB_FLOWS
+  http-request set-var(txn.bystander) bool(true) if { dst_port $bystander }
+  http-after-response set-header Connection close if { var(txn.bystander) -m bool }
+  http-request return status 200 content-type text/plain string "ok"
 EOF
   done
 }

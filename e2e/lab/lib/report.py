@@ -241,6 +241,42 @@ def arm_figures(p, arm, a, url):
     return fig, series, repl
 
 
+def edge_figures(p, a, url):
+    """edge-flows: the balancer's flow-table occupancy (current / limit of the arm's
+    frontend) per second and the bystander's figures, or ({}, []) in other scenarios."""
+    if not p.get("lb_flows"):
+        return {}, []
+    t0 = p["t0"]
+    end = t0 + p["duration_s"] + 3
+    sel = 'proxy="%s"' % a["lb_proxy"]
+    occ = one_range(url, "sum(haproxy_frontend_current_sessions{%s}) / sum(haproxy_frontend_limit_sessions{%s})"
+                    % (sel, sel), t0 - 2, end)
+    bsel = 'target="%s"' % a["bystander"]
+    ok = one_range(url, 'rate(meshscaler_load_requests_total{%s,outcome="success"}[5s])' % bsel, t0 - 2, end)
+    err = one_range(url, 'rate(meshscaler_load_requests_total{%s,outcome="failure"}[5s])' % bsel, t0 - 2, end)
+    hold_start = t0 + p["base_s"] + p["ramp_s"]
+    hold_end = hold_start + p["hold_s"]
+    at_peak = [v for t, v in occ.items() if hold_start <= t <= hold_end]
+    bys = {}
+    try:
+        with open(a["bystander_summary"]) as f:
+            bys = json.load(f)
+    except (OSError, ValueError):
+        pass
+    s_ok = sum(v for t, v in ok.items() if hold_start <= t <= hold_end)
+    s_err = sum(v for t, v in err.items() if hold_start <= t <= hold_end)
+    fig = {
+        "edge_occupancy_peak": round(max(occ.values()), 4) if occ else None,
+        "edge_occupancy_median_at_peak": round(sorted(at_peak)[len(at_peak) // 2], 4) if at_peak else None,
+        "edge_flow_limit": p["lb_flows"],
+        "bystander_errors_share_overall": bys.get("errors_share"),
+        "bystander_errors_share_at_peak": round(s_err / (s_ok + s_err), 4) if s_ok + s_err > 0 else None,
+        "bystander_p99_ms": bys.get("p99_ms"),
+    }
+    series = [{"t": t - t0, "occupancy": v} for t, v in sorted(occ.items())]
+    return fig, series
+
+
 def live(p, every):
     url = p["prometheus_url"]
     end = p["t0"] + p["duration_s"]
@@ -256,10 +292,17 @@ def live(p, every):
                 err = instant(url, 'rate(meshscaler_load_requests_total{%s,outcome="failure"}[5s])' % sel, now)
             except Exception:  # noqa: BLE001 - a progress line is best effort
                 off = ok = err = None
+            edge = ""
+            if p.get("lb_flows"):
+                try:
+                    occ = instant(url, 'sum(haproxy_frontend_current_sessions{proxy="%s"})' % a["lb_proxy"], now)
+                except Exception:  # noqa: BLE001
+                    occ = None
+                edge = " flows %s/%d" % (fmt(occ, ""), p["lb_flows"])
             reps = replicas_series(p["replicas_log"], a["namespace"])
             r = reps[-1] if reps else None
-            parts.append("%s: offered %s ok %s err %s replicas %s" % (
-                a["label"], fmt(off), fmt(ok), fmt(err), "%d (%d ready)" % (r[1], r[2]) if r else "?"))
+            parts.append("%s: offered %s ok %s err %s replicas %s%s" % (
+                a["label"], fmt(off), fmt(ok), fmt(err), "%d (%d ready)" % (r[1], r[2]) if r else "?", edge))
         print("[progress] " + " | ".join(parts), flush=True)
 
 
@@ -296,6 +339,25 @@ def blind_vs_aware_checks(p, figures, needed, check, summary):
           (cmp.get("meshscalerFirstUp") or 0) >= 1 or cmp.get("leading") == "meshscaler")
 
 
+def edge_flows_checks(p, figures, check):
+    n, g = figures["noguard"], figures["guard"]
+    limit = p["lb_max_utilization"]
+    check("guard: the balancer held at or under %d%% of its flows (peak %s)"
+          % (round(100 * limit), pct(g["edge_occupancy_peak"])),
+          g["edge_occupancy_peak"] is not None and g["edge_occupancy_peak"] <= limit + 1e-9)
+    check("no guard: the balancer's flow table saturated (peak %s >= 95%%)" % pct(n["edge_occupancy_peak"]),
+          n["edge_occupancy_peak"] is not None and n["edge_occupancy_peak"] >= 0.95)
+    check("guard: fewer peak replicas than without it (%d < %d)" % (g["peak_replicas"], n["peak_replicas"]),
+          g["peak_replicas"] < n["peak_replicas"])
+    check("guard: the bystander behind the same balancer served (errors at the peak %s < 1%%)"
+          % pct(g["bystander_errors_share_at_peak"]),
+          g["bystander_errors_share_at_peak"] is not None and g["bystander_errors_share_at_peak"] < 0.01)
+    check("no guard: the bystander failed with the full table (errors at the peak %s > guard's %s)"
+          % (pct(n["bystander_errors_share_at_peak"]), pct(g["bystander_errors_share_at_peak"])),
+          n["bystander_errors_share_at_peak"] is not None and g["bystander_errors_share_at_peak"] is not None
+          and n["bystander_errors_share_at_peak"] > g["bystander_errors_share_at_peak"])
+
+
 def retry_storm_checks(p, figures, check):
     n, g = figures["noguard"], figures["guard"]
     check("guard: attempts per logical request %s < 1.5" % num(g["attempts_per_logical"]),
@@ -321,8 +383,11 @@ def main():
     scenario = p["scenario"]
     arms = list(p["arms"])
     figures, series, replicas = {}, {}, {}
+    occupancy = {}
     for arm, a in p["arms"].items():
         figures[arm], series[arm], replicas[arm] = arm_figures(p, arm, a, url)
+        edge, occupancy[arm] = edge_figures(p, a, url)
+        figures[arm].update(edge)
 
     # The HPA's readings of the app's CPU while the peak holds, from 30 s into it (one
     # metrics-server window and one HPA sync after the load changed).
@@ -380,6 +445,11 @@ def main():
             "pod_admits_per_s": p["pod_admits_per_s"],
             "replicas_needed_at_peak_at_100pct": needed,
         },
+        "balancer": None if not p.get("lb_flows") else {
+            "flow_limit_per_arm": p["lb_flows"], "pooled_connections_per_pod": p["pool_conns"],
+            "guard_max_utilization": p["lb_max_utilization"], "bystander_rate": p["bystander_rate"],
+            "what": "each pod keeps its pool through the balancer and needs it to serve; a bystander's "
+                    "requests, a new flow each, share the table"},
         "autoscalers": dict({arm: p["arms"][arm]["autoscaler"] for arm in arms}, behavior=(
             "both: scale up without stabilization, max(400%, 4 pods) per 15 s; scale down HPA's default")),
         "timings_s": p.get("timings", {}),
@@ -398,8 +468,10 @@ def main():
               req and ach and abs(ach - req) <= 0.03 * req)
     if scenario == "blind-vs-aware":
         blind_vs_aware_checks(p, figures, needed, check, summary)
-    else:
+    elif scenario == "retry-storm":
         retry_storm_checks(p, figures, check)
+    else:
+        edge_flows_checks(p, figures, check)
     summary["checks"] = checks
     summary["recover_bound_s"] = p["recover_bound_s"]
     # The run's settings (the chart is redrawn from them), without this machine's paths.
@@ -412,8 +484,8 @@ def main():
     with open(os.path.join(out, "series.json"), "w") as f:
         json.dump({"peak_start_s": p["base_s"], "hold_start_s": p["base_s"] + p["ramp_s"],
                    "hold_end_s": p["base_s"] + p["ramp_s"] + p["hold_s"], "duration_s": p["duration_s"],
-                   "rates": series, "replicas": replicas}, f)
-    chart.write_svg(os.path.join(out, "chart.svg"), summary, series, replicas, p)
+                   "rates": series, "replicas": replicas, "occupancy": occupancy}, f)
+    chart.write_svg(os.path.join(out, "chart.svg"), summary, series, replicas, p, occupancy)
 
     print()
     print("%-34s %22s %22s" % ("", p["arm_labels"][arms[0]], p["arm_labels"][arms[1]]))
@@ -427,6 +499,9 @@ def main():
         ("errors < 1% sustained after (s)", "time_to_recover_s", num),
         ("attempts per logical request", "attempts_per_logical", num),
     ]
+    if p.get("lb_flows"):
+        rows += [("balancer flows, peak occupancy", "edge_occupancy_peak", pct),
+                 ("bystander errors at the peak", "bystander_errors_share_at_peak", pct)]
     for label, key, f in rows:
         if key is None:
             vals = ["%d (%d)" % (figures[a]["peak_replicas"], figures[a]["peak_ready_replicas"]) for a in arms]
