@@ -284,8 +284,9 @@ static void replicas_per_metric(const ms_spec_t *spec, const ms_observation_t *o
 }
 
 /* Step 4 (HPA computeReplicasForMetrics): the largest ask; missing data
- * holds, a run of failed ticks falls back, a retry storm never shrinks. Returns false when the count is held
- * (MetricsUnavailable: nothing recorded), else sets *recommendation. */
+ * holds, a run of failed ticks falls back, a retry storm never shrinks.
+ * Returns false when the count is held (MetricsUnavailable: nothing
+ * recorded), else sets *recommendation. */
 static bool combine(const ms_spec_t *spec, ms_engine_memory_t *mem, ms_decision_t *d,
                     int32_t *recommendation)
 {
@@ -396,7 +397,7 @@ static void store_scale_event(const ms_spec_t *spec, ms_engine_memory_t *mem,
 }
 
 /* One decision, one call per row of docs/decision-rules.md. Steps 1 and 4
- * may decide early; step 8 then stores what they forced. */
+ * may decide early; step 8 then stores any change they forced. */
 ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
                           const ms_observation_t *obs, ms_decision_t *out)
 {
