@@ -109,8 +109,9 @@ if [ -f "$REPO/manifests/10-crd.yaml" ]; then
   check "restricted identity can list meshautoscalers" "${R[@]}" get meshautoscalers -A
   check "restricted identity can patch meshautoscalers/status" "${R[@]}" auth can-i patch \
     meshautoscalers.autoscaling.meshscaler.io --subresource=status -n "$NS"
-  # An object shaped like SPEC.md's example must be accepted by the CRD's schema.
-  check "a MeshAutoscaler like SPEC.md's example is accepted" "${K[@]}" apply -f - <<'EOF'
+  # An object shaped like the example of docs/decision-rules.md must be accepted
+  # by the CRD's schema.
+  check "a MeshAutoscaler like the decision rules' example is accepted" "${K[@]}" apply -f - <<'EOF'
 apiVersion: autoscaling.meshscaler.io/v1alpha1
 kind: MeshAutoscaler
 metadata: {name: api, namespace: default}

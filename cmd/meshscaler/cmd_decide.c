@@ -2,7 +2,7 @@
  * cmd_decide.c - `meshscaler decide [-f FILE] [-o json|text]`.
  *
  * On invalid input stdout stays empty and stderr gets exactly one line, the
- * JSON path and the fault, as SPEC.md section 3 requires.
+ * JSON path and the fault, as docs/decide.md promises.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * decide.h - `meshscaler decide`: run the engine over a JSON scenario
- * (SPEC.md section 3) and write one line per tick.
+ * (docs/decide.md) and write one line per tick.
  *
  * The whole scenario is validated before the first tick is decided, so
  * invalid input produces an error and no output at all.
@@ -22,7 +22,7 @@
 #define MS_DECIDE_MAX_INPUT_BYTES (64u * 1024u * 1024u)
 
 typedef enum {
-    MS_DECIDE_JSON = 0, /* JSON Lines, the contract of SPEC.md section 3 */
+    MS_DECIDE_JSON = 0, /* JSON Lines, the contract of docs/decide.md */
     MS_DECIDE_TEXT      /* one readable line per tick, for people */
 } ms_decide_format_t;
 
@@ -39,7 +39,7 @@ ms_err_t ms_decide_run(const char *text, size_t len, ms_decide_format_t format,
 /* Validate only (no output); same errors as ms_decide_run. */
 ms_err_t ms_decide_validate(const char *text, size_t len, char *errbuf, size_t errlen);
 
-/* The JSON object `decide` prints for one decision (SPEC.md section 3:
+/* The JSON object `decide` prints for one decision (docs/decide.md:
  * time, currentReplicas, desiredReplicas, recommendation, stabilized,
  * reason, metrics, message, ...), with "state" from mem unless mem is NULL.
  * The controller's dry-run JSON Lines add their fields to it. The caller

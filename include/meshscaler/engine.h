@@ -1,6 +1,6 @@
 /*
  * engine.h - the decision engine: one HPA-compatible decision per call
- * (SPEC.md section 2), with meshscaler's saturation, retry-storm, fallback
+ * (docs/decision-rules.md), with meshscaler's saturation, retry-storm, fallback
  * and downstream rules on top.
  *
  * Pure: no I/O, no globals, no clock. Everything arrives as arguments,
@@ -88,7 +88,7 @@ typedef struct {
     double value;
 } ms_sample_t;
 
-/* How many pods a metric's value covers (SPEC.md section 2 step 3,
+/* How many pods a metric's value covers (docs/decision-rules.md#step-3,
  * "Partial observations"). The sidecar presets count the pods that
  * reported; a user PromQL value cannot say. Zero-initialised means "not
  * known", and then the missing-pods rule does not apply. */

@@ -1,5 +1,6 @@
 /*
- * spec.h - the MeshAutoscaler spec (SPEC.md section 1) as plain C data.
+ * spec.h - the MeshAutoscaler spec (docs/decision-rules.md#resource) as
+ * plain C data.
  *
  * A ms_spec_t is a value: caller-provided storage, set up with
  * ms_spec_init() (which applies every documented default) and released with
@@ -141,9 +142,10 @@ typedef struct {
     ms_fallback_spec_t fallback;
 } ms_spec_t;
 
-/* Default values of SPEC.md: tolerance 0.1 each way, scale-up window 0 s with
- * Percent 100/15 s and Pods 4/15 s, scale-down window 300 s with
- * Percent 100/15 s, select Max, threshold 0.3, maxUtilization 0.7. */
+/* Defaults (docs/decision-rules.md#resource): tolerance 0.1 each way,
+ * scale-up window 0 s with Percent 100/15 s and Pods 4/15 s, scale-down
+ * window 300 s with Percent 100/15 s, select Max, threshold 0.3,
+ * maxUtilization 0.7. */
 #define MS_DEFAULT_TOLERANCE 0.1
 #define MS_DEFAULT_SCALE_DOWN_WINDOW 300
 #define MS_DEFAULT_RETRY_THRESHOLD 0.3

@@ -1,5 +1,6 @@
 /*
- * spec_json.h - read a MeshAutoscaler spec (SPEC.md section 1) from JSON.
+ * spec_json.h - read a MeshAutoscaler spec (docs/decision-rules.md#resource)
+ * from JSON.
  *
  * Used by `meshscaler decide` for scenario files and by the controller for
  * objects from the API server, so both accept and refuse exactly the same

@@ -159,7 +159,7 @@ static ms_err_t decide(ms__item_t *it)
     obs.now = it->now;
     obs.current_replicas = current;
     /* Ready pods when they were counted and some are ready; otherwise
-     * SPEC's default, the current count. */
+     * the default of docs/decision-rules.md#inputs, the current count. */
     obs.ready_replicas = t->pods_ok && t->ready_pods > 0 ? t->ready_pods : current;
     /* Only a scale that was written is a scale event (dry-run, pause,
      * conflicts and failed writes store none): recorded after the update. */

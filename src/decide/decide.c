@@ -62,7 +62,7 @@ cJSON *ms_decide_decision_json(const ms_spec_t *spec, const ms_engine_memory_t *
         cJSON *mj = cJSON_AddObjectToObject(metrics, spec->metrics[i].name);
 
         cJSON_AddItemToObject(mj, "value", sample_json(m->value));
-        if (m->pods.known) /* a partial observation (SPEC.md section 3) */
+        if (m->pods.known) /* a partial observation (docs/decide.md) */
             cJSON_AddNumberToObject(mj, "pods", m->pods.count);
         cJSON_AddItemToObject(mj, "effective", sample_json(m->effective));
         if (m->has_replicas)

@@ -1,5 +1,5 @@
 /*
- * scenario.c - read and validate a decide scenario (SPEC.md section 3).
+ * scenario.c - read and validate a decide scenario (docs/decide.md).
  *
  * Keys the contract names are type- and range-checked; other keys are
  * ignored (a top-level "about", comments in ticks). Names inside ticks
@@ -37,7 +37,7 @@ static ms_err_t read_sample(const cJSON *item, ms_jpath_t *p, double min, ms_sam
 }
 
 /* A tick's metric: a number or null, or {"value": <number|null>, "pods":
- * <int >= 0>} for a partial observation (SPEC.md section 3). Both keys of
+ * <int >= 0>} for a partial observation (docs/decide.md). Both keys of
  * the object are required, so a misspelt key is an error rather than a
  * silently missing value or an ignored pod count. */
 static ms_err_t read_metric_value(const cJSON *item, ms_jpath_t *p, ms_sample_t *s, ms_pods_t *pods,

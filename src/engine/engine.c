@@ -1,10 +1,12 @@
 /*
- * engine.c - one decision, in the order of SPEC.md section 2.
+ * engine.c - one decision, in the steps of docs/decision-rules.md: each
+ * step is a static function named after its row, and ms_engine_decide (at
+ * the end) calls them in order.
  *
  * Formulas and rounding follow the HPA controller (replica_calculator.go,
  * horizontal.go) so that a MeshAutoscaler with a plain metric behaves as an
  * HPA would; the mesh rules (saturation, retry storms, fallback, downstream
- * guardrails) are layered on at the steps the spec names.
+ * guardrails) are layered on at the steps the rules name.
  */
 #include <float.h>
 #include <math.h>
@@ -203,138 +205,222 @@ static void finish_early(ms_decision_t *d, int32_t desired, ms_reason_t reason)
     d->reason = reason;
 }
 
+/* The input contract of ms_engine_decide (engine.h). */
+static bool observation_valid(const ms_spec_t *spec, const ms_observation_t *obs)
+{
+    if (obs->current_replicas < 0 || obs->ready_replicas < 0 || !isfinite(obs->now))
+        return false;
+    for (size_t i = 0; i < spec->nmetrics; i++)
+        if (obs->metric_pods[i].known && obs->metric_pods[i].count < 0)
+            return false;
+    return true;
+}
+
+/* A decision that has seen the observation and nothing else yet. */
+static void start_decision(const ms_spec_t *spec, const ms_engine_memory_t *mem,
+                           const ms_observation_t *obs, ms_decision_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->current_replicas = obs->current_replicas;
+    d->ready_replicas = obs->ready_replicas;
+    d->nmetrics = spec->nmetrics;
+    d->failures = mem->failures;
+    for (size_t i = 0; i < spec->nmetrics; i++) {
+        d->metrics[i].value = obs->metrics[i];
+        d->metrics[i].pods = obs->metric_pods[i];
+    }
+}
+
+/* Step 0 (HPA recordInitialRecommendation): a new (or forgetful) memory
+ * starts from the current count, so a restart never scales down inside
+ * the scale-down window. */
+static void record_initial_recommendation(const ms_spec_t *spec, ms_engine_memory_t *mem,
+                                          const ms_observation_t *obs)
+{
+    if (mem->nrecs == 0)
+        ms__memory_record(mem, spec, obs->now, obs->current_replicas);
+}
+
+/* Step 1: a count outside [minReplicas, maxReplicas], or 0, decides alone
+ * (HPA reconcileAutoscaler's checks before any metric is read). Returns
+ * true when it did. */
+static bool out_of_range(const ms_spec_t *spec, ms_decision_t *d)
+{
+    int32_t current = d->current_replicas;
+
+    if (current == 0)
+        finish_early(d, 0, MS_REASON_ScalingDisabled);
+    else if (current > spec->max_replicas)
+        finish_early(d, spec->max_replicas, MS_REASON_AboveMaxReplicas);
+    else if (current < spec->min_replicas)
+        finish_early(d, spec->min_replicas, MS_REASON_BelowMinReplicas);
+    else
+        return false;
+    return true;
+}
+
+/* Steps 2 and 3 for every metric with a value: each metric's effective
+ * value and ask (HPA's replica calculator per metric); missing ones are
+ * counted. */
+static void replicas_per_metric(const ms_spec_t *spec, const ms_observation_t *obs,
+                                ms_decision_t *d)
+{
+    d->retry_storm = spec->retry_storm.enabled && usable(obs->retry_share) &&
+                     obs->retry_share.value > spec->retry_storm.threshold;
+    for (size_t i = 0; i < spec->nmetrics; i++) {
+        ms_metric_result_t *m = &d->metrics[i];
+
+        if (!usable(obs->metrics[i])) {
+            d->metrics_missing++;
+            continue;
+        }
+        effective_value(spec, obs, i, d->retry_storm, m);
+        m->replicas = metric_replicas(spec, &spec->metrics[i], m->effective.value,
+                                      obs->metric_pods[i], d->current_replicas,
+                                      obs->ready_replicas, m);
+        m->has_replicas = true;
+        d->saturated = d->saturated || m->saturation_applied;
+    }
+}
+
+/* Step 4 (HPA computeReplicasForMetrics): the largest ask; missing data
+ * holds, a run of failed ticks falls back, a retry storm never shrinks.
+ * Returns false when the count is held (MetricsUnavailable: nothing
+ * recorded), else sets *recommendation. */
+static bool combine(const ms_spec_t *spec, ms_engine_memory_t *mem, ms_decision_t *d,
+                    int32_t *recommendation)
+{
+    int32_t current = d->current_replicas, largest = INT32_MIN;
+    bool any_valid = false;
+
+    for (size_t i = 0; i < d->nmetrics; i++) {
+        if (!d->metrics[i].has_replicas)
+            continue;
+        any_valid = true;
+        if (d->metrics[i].replicas > largest)
+            largest = d->metrics[i].replicas;
+    }
+    if (!any_valid) {
+        if (mem->failures < UINT32_MAX)
+            mem->failures++;
+        d->failures = mem->failures;
+        if (!spec->fallback.enabled || mem->failures < (uint32_t)spec->fallback.failure_threshold) {
+            finish_early(d, current, MS_REASON_MetricsUnavailable);
+            return false;
+        }
+        largest = spec->fallback.replicas;
+        if (spec->fallback.mode == MS_FALLBACK_CURRENT_IF_HIGHER && current > largest)
+            largest = current;
+        d->fallback_used = true;
+    } else {
+        mem->failures = 0;
+        d->failures = 0;
+        if (d->metrics_missing > 0 && largest < current) {
+            finish_early(d, current, MS_REASON_MetricsUnavailable);
+            return false;
+        }
+    }
+    if (d->retry_storm && largest < current) {
+        largest = current;
+        d->held_by_storm = true;
+    }
+    *recommendation = largest;
+    return true;
+}
+
+/* Step 5 (HPA stabilizeRecommendationWithBehaviors): the limits come from
+ * the memory before this tick's recommendation is recorded. */
+static int32_t stabilize(const ms_spec_t *spec, ms_engine_memory_t *mem, double now,
+                         ms_decision_t *d, int32_t recommendation)
+{
+    int32_t result = ms__stabilize(mem, spec, now, d->current_replicas, recommendation);
+
+    ms__memory_record(mem, spec, now, recommendation);
+    d->has_recommendation = true;
+    d->recommendation = recommendation;
+    d->stabilized_value = result;
+    d->stabilized = result != recommendation;
+    return result;
+}
+
+/* Step 6 (HPA convertDesiredReplicasWithBehaviorRate): rate policies and
+ * min/max. */
+static int32_t rate_and_bounds(const ms_spec_t *spec, const ms_engine_memory_t *mem, double now,
+                               ms_decision_t *d, int32_t stabilized)
+{
+    d->rate_limited_value =
+        ms__apply_rate(mem, spec, now, d->current_replicas, stabilized, &d->rate_reason);
+    return d->rate_limited_value;
+}
+
+/* Step 7: a scale-out is capped by the smallest allowance of any observed
+ * downstream; every downstream is reported either way. */
+static int32_t downstream_guardrail(const ms_spec_t *spec, const ms_observation_t *obs,
+                                    ms_decision_t *d, int32_t result)
+{
+    int32_t cap;
+    int binding;
+
+    downstream_cap(spec, obs, d->current_replicas, d, &cap, &binding);
+    if (result > d->current_replicas && binding >= 0 && cap < result) {
+        result = cap;
+        d->downstream_bound = true;
+        d->downstream_cap = cap;
+        d->downstreams[binding].bound = true;
+    }
+    return result;
+}
+
+/* The reason of a decision that went through steps 5 to 7. */
+static ms_reason_t final_reason(const ms_decision_t *d)
+{
+    if (d->downstream_bound)
+        return MS_REASON_DownstreamLimit;
+    if (d->rate_reason != MS_REASON_DesiredWithinRange)
+        return d->rate_reason;
+    if (d->fallback_used)
+        return MS_REASON_Fallback;
+    return MS_REASON_DesiredWithinRange;
+}
+
+/* Step 8 (HPA storeScaleEvent): a change is a scale event, unless the
+ * caller stores it itself once the scale really happened. */
+static void store_scale_event(const ms_spec_t *spec, ms_engine_memory_t *mem,
+                              const ms_observation_t *obs, ms_decision_t *d)
+{
+    if (d->desired_replicas == d->current_replicas)
+        return;
+    if (!obs->defer_scale_event)
+        ms__memory_store_event(mem, spec, obs->now,
+                               ms__clamp_i64((int64_t)d->desired_replicas - d->current_replicas));
+    d->scaled = true;
+}
+
+/* One decision, one call per row of docs/decision-rules.md. Steps 1 and 4
+ * may decide early; step 8 then stores any change they forced. */
 ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
                           const ms_observation_t *obs, ms_decision_t *out)
 {
     ms_decision_t d;
-    const double now = obs->now;
-    const int32_t current = obs->current_replicas;
-    bool storm, any_valid = false;
-    int32_t recommendation = INT32_MIN, result, cap;
-    int binding;
+    int32_t result;
 
-    if (current < 0 || obs->ready_replicas < 0 || !isfinite(now))
+    if (!observation_valid(spec, obs))
         return MS_ERR_INVALID;
-    for (size_t i = 0; i < spec->nmetrics; i++)
-        if (obs->metric_pods[i].known && obs->metric_pods[i].count < 0)
-            return MS_ERR_INVALID;
+    start_decision(spec, mem, obs, &d);
 
-    memset(&d, 0, sizeof d);
-    d.current_replicas = current;
-    d.ready_replicas = obs->ready_replicas;
-    d.nmetrics = spec->nmetrics;
-    d.failures = mem->failures;
-    for (size_t i = 0; i < spec->nmetrics; i++) {
-        d.metrics[i].value = obs->metrics[i];
-        d.metrics[i].pods = obs->metric_pods[i];
-    }
-
-    /* Step 0: a new (or forgetful) memory starts from the current count, so
-     * a restart never scales down inside the scale-down window. */
-    if (mem->nrecs == 0)
-        ms__memory_record(mem, spec, now, current);
-
-    /* Step 1. */
-    if (current == 0) {
-        finish_early(&d, 0, MS_REASON_ScalingDisabled);
-        goto out;
-    }
-    if (current > spec->max_replicas) {
-        finish_early(&d, spec->max_replicas, MS_REASON_AboveMaxReplicas);
-        goto store_event;
-    }
-    if (current < spec->min_replicas) {
-        finish_early(&d, spec->min_replicas, MS_REASON_BelowMinReplicas);
-        goto store_event;
-    }
-
-    /* Steps 2 and 3. */
-    storm = spec->retry_storm.enabled && usable(obs->retry_share) &&
-            obs->retry_share.value > spec->retry_storm.threshold;
-    d.retry_storm = storm;
-    for (size_t i = 0; i < spec->nmetrics; i++) {
-        ms_metric_result_t *m = &d.metrics[i];
-
-        if (!usable(obs->metrics[i])) {
-            d.metrics_missing++;
-            continue;
-        }
-        effective_value(spec, obs, i, storm, m);
-        m->replicas = metric_replicas(spec, &spec->metrics[i], m->effective.value,
-                                      obs->metric_pods[i], current, obs->ready_replicas, m);
-        m->has_replicas = true;
-        d.saturated = d.saturated || m->saturation_applied;
-        any_valid = true;
-        if (m->replicas > recommendation)
-            recommendation = m->replicas;
-    }
-
-    /* Step 4. */
-    if (!any_valid) {
-        if (mem->failures < UINT32_MAX)
-            mem->failures++;
-        d.failures = mem->failures;
-        if (!spec->fallback.enabled || mem->failures < (uint32_t)spec->fallback.failure_threshold) {
-            finish_early(&d, current, MS_REASON_MetricsUnavailable);
-            goto out;
-        }
-        recommendation = spec->fallback.replicas;
-        if (spec->fallback.mode == MS_FALLBACK_CURRENT_IF_HIGHER && current > recommendation)
-            recommendation = current;
-        d.fallback_used = true;
-    } else {
-        mem->failures = 0;
-        d.failures = 0;
-        if (d.metrics_missing > 0 && recommendation < current) {
-            finish_early(&d, current, MS_REASON_MetricsUnavailable);
-            goto out;
-        }
-    }
-    if (storm && recommendation < current) {
-        recommendation = current;
-        d.held_by_storm = true;
-    }
-
-    /* Step 5: limits come from the memory before this tick is recorded. */
-    result = ms__stabilize(mem, spec, now, current, recommendation);
-    ms__memory_record(mem, spec, now, recommendation);
-    d.has_recommendation = true;
-    d.recommendation = recommendation;
-    d.stabilized_value = result;
-    d.stabilized = result != recommendation;
-
-    /* Step 6. */
-    result = ms__apply_rate(mem, spec, now, current, result, &d.rate_reason);
-    d.rate_limited_value = result;
-
-    /* Step 7. */
-    downstream_cap(spec, obs, current, &d, &cap, &binding);
-    if (result > current && binding >= 0 && cap < result) {
-        result = cap;
-        d.downstream_bound = true;
-        d.downstream_cap = cap;
-        d.downstreams[binding].bound = true;
-    }
-
+    record_initial_recommendation(spec, mem, obs);             /* step 0 */
+    if (out_of_range(spec, &d))                                /* step 1 */
+        goto store;
+    replicas_per_metric(spec, obs, &d);                        /* steps 2, 3 */
+    if (!combine(spec, mem, &d, &result))                      /* step 4 */
+        goto store;
+    result = stabilize(spec, mem, obs->now, &d, result);       /* step 5 */
+    result = rate_and_bounds(spec, mem, obs->now, &d, result); /* step 6 */
+    result = downstream_guardrail(spec, obs, &d, result);      /* step 7 */
     d.desired_replicas = result;
-    if (d.downstream_bound)
-        d.reason = MS_REASON_DownstreamLimit;
-    else if (d.rate_reason != MS_REASON_DesiredWithinRange)
-        d.reason = d.rate_reason;
-    else if (d.fallback_used)
-        d.reason = MS_REASON_Fallback;
-    else
-        d.reason = MS_REASON_DesiredWithinRange;
-
-store_event:
-    /* Step 8. */
-    if (d.desired_replicas != current) {
-        if (!obs->defer_scale_event)
-            ms__memory_store_event(mem, spec, now,
-                                   ms__clamp_i64((int64_t)d.desired_replicas - current));
-        d.scaled = true;
-    }
-out:
+    d.reason = final_reason(&d);
+store:
+    store_scale_event(spec, mem, obs, &d);                     /* step 8 */
     *out = d;
     return MS_OK;
 }

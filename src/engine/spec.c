@@ -36,7 +36,8 @@ void ms_spec_init(ms_spec_t *spec)
     spec->retry_storm.threshold = MS_DEFAULT_RETRY_THRESHOLD;
     spec->fallback.failure_threshold = MS_DEFAULT_FAILURE_THRESHOLD;
     /* An outage of the metrics pipeline hits every object at once: by
-     * default the fallback may raise counts, never lower them (SPEC.md 1). */
+     * default the fallback may raise counts, never lower them
+     * (docs/decision-rules.md#resource). */
     spec->fallback.mode = MS_FALLBACK_CURRENT_IF_HIGHER;
 }
 

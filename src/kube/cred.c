@@ -172,16 +172,16 @@ static ms_err_t read_token_file(ms_kube_cred_t *c, double now, char *errbuf, siz
 
 /* ---- exec plugins ---- */
 
-/* Run the plugin; its stdout (capped) lands in out. */
-static ms_err_t run_plugin(ms_kube_cred_t *c, ms_buf_t *out, char *errbuf, size_t errlen)
+/* argv and envp for the plugin: the kubeconfig's command and args; the
+ * inherited environment, in which the kubeconfig's env entries override
+ * those of their name, and KUBERNETES_EXEC_INFO (written into info). The
+ * caller frees the two arrays; their strings are borrowed from c, environ
+ * and info. */
+static void plugin_argv_envp(const ms_kube_cred_t *c, char ***argv_out, char ***envp_out,
+                             char *info, size_t infolen)
 {
-    posix_spawn_file_actions_t fa;
-    char **argv = NULL, **envp = NULL, info[512];
+    char **argv, **envp;
     size_t nenv = 0, i;
-    int fds[2] = {-1, -1}, status = 0;
-    pid_t pid = -1;
-    ms_err_t err = MS_OK;
-    double deadline = ms_clock_monotonic() + EXEC_TIMEOUT_SECONDS;
 
     for (char **e = environ; e && *e; e++)
         nenv++;
@@ -205,65 +205,116 @@ static ms_err_t run_plugin(ms_kube_cred_t *c, ms_buf_t *out, char *errbuf, size_
     }
     for (i = 0; i < c->exec.nenv; i++)
         envp[nenv++] = c->exec.env[i];
-    snprintf(info, sizeof info,
+    snprintf(info, infolen,
              "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
              "\"spec\":{\"interactive\":false}}",
              c->exec.api_version);
     envp[nenv++] = info;
+    *argv_out = argv;
+    *envp_out = envp;
+}
 
+/* Start the plugin with stdin from /dev/null and stdout into a pipe. On
+ * success *pid is the child and *fd the pipe's read end (the caller's to
+ * close); on error nothing is left open. */
+static ms_err_t spawn_plugin(const ms_kube_cred_t *c, char **argv, char **envp, pid_t *pid,
+                             int *fd, char *errbuf, size_t errlen)
+{
+    posix_spawn_file_actions_t fa;
+    int fds[2], rc;
+    ms_err_t err = MS_OK;
+
+    *pid = -1;
+    *fd = -1;
     if (pipe2(fds, O_CLOEXEC) != 0)
         return ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: pipe: %s", c->exec.command,
                        strerror(errno));
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    if (posix_spawnp(&pid, c->exec.command, &fa, NULL, argv, envp) != 0) {
+    rc = posix_spawnp(pid, c->exec.command, &fa, NULL, argv, envp);
+    if (rc != 0) { /* posix_spawnp returns the error; errno is not set */
         err = ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: cannot run it: %s",
-                      c->exec.command, strerror(errno));
-        pid = -1;
+                      c->exec.command, strerror(rc));
+        *pid = -1;
     }
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
-    while (err == MS_OK) {
-        struct pollfd pfd = {fds[0], POLLIN, 0};
+    if (err == MS_OK)
+        *fd = fds[0];
+    else
+        close(fds[0]);
+    return err;
+}
+
+/* Read the plugin's stdout from fd into out until end of file, out's cap or
+ * the monotonic deadline. */
+static ms_err_t read_plugin_output(const ms_kube_cred_t *c, int fd, double deadline,
+                                   ms_buf_t *out, char *errbuf, size_t errlen)
+{
+    for (;;) {
+        struct pollfd pfd = {fd, POLLIN, 0};
         double left = deadline - ms_clock_monotonic();
         char chunk[4096];
         ssize_t n;
 
-        if (left <= 0) {
-            err = ms_errf(errbuf, errlen, MS_ERR_TIMEOUT, "exec plugin %s: no answer after %.0f s",
-                          c->exec.command, EXEC_TIMEOUT_SECONDS);
-            break;
-        }
-        if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR) {
-            err = ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: poll: %s", c->exec.command,
-                          strerror(errno));
-            break;
-        }
-        n = read(fds[0], chunk, sizeof chunk);
+        if (left <= 0)
+            return ms_errf(errbuf, errlen, MS_ERR_TIMEOUT, "exec plugin %s: no answer after %.0f s",
+                           c->exec.command, EXEC_TIMEOUT_SECONDS);
+        if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+            return ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: poll: %s", c->exec.command,
+                           strerror(errno));
+        n = read(fd, chunk, sizeof chunk);
         if (n == 0)
-            break;
+            return MS_OK;
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN)
                 continue;
-            err = ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: read: %s", c->exec.command,
-                          strerror(errno));
-            break;
+            return ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: read: %s", c->exec.command,
+                           strerror(errno));
         }
         if (ms_buf_append(out, chunk, (size_t)n) != MS_OK)
-            err = ms_errf(errbuf, errlen, MS_ERR_TOOLARGE, "exec plugin %s: output larger than %u bytes",
-                          c->exec.command, EXEC_MAX_OUTPUT);
+            return ms_errf(errbuf, errlen, MS_ERR_TOOLARGE,
+                           "exec plugin %s: output larger than %u bytes", c->exec.command,
+                           EXEC_MAX_OUTPUT);
     }
-    close(fds[0]);
-    if (pid > 0) {
-        if (err != MS_OK)
-            kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        if (err == MS_OK && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-            err = ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: exited with %s %d",
-                          c->exec.command, WIFEXITED(status) ? "status" : "signal",
-                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
+/* Wait for the plugin, killing it first when err says the run failed; a
+ * run that read well but exited badly becomes an error. Returns the
+ * run's result. */
+static ms_err_t reap_plugin(const ms_kube_cred_t *c, pid_t pid, ms_err_t err, char *errbuf,
+                            size_t errlen)
+{
+    int status = 0;
+
+    if (err != MS_OK)
+        kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (err == MS_OK && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        err = ms_errf(errbuf, errlen, MS_ERR_IO, "exec plugin %s: exited with %s %d",
+                      c->exec.command, WIFEXITED(status) ? "status" : "signal",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return err;
+}
+
+/* Run the plugin, at most EXEC_TIMEOUT_SECONDS; its stdout (capped) lands
+ * in out. */
+static ms_err_t run_plugin(ms_kube_cred_t *c, ms_buf_t *out, char *errbuf, size_t errlen)
+{
+    double deadline = ms_clock_monotonic() + EXEC_TIMEOUT_SECONDS;
+    char **argv, **envp, info[512];
+    pid_t pid;
+    int fd;
+    ms_err_t err;
+
+    plugin_argv_envp(c, &argv, &envp, info, sizeof info);
+    err = spawn_plugin(c, argv, envp, &pid, &fd, errbuf, errlen);
+    if (err == MS_OK) {
+        err = read_plugin_output(c, fd, deadline, out, errbuf, errlen);
+        close(fd);
+        err = reap_plugin(c, pid, err, errbuf, errlen);
     }
     free(argv);
     free(envp);

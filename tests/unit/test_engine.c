@@ -1,6 +1,6 @@
 /*
- * test_engine.c - every rule of SPEC.md section 2, one test per rule or edge,
- * on plain structs and a time-travelling `now`.
+ * test_engine.c - every step of docs/decision-rules.md, one test per rule or
+ * edge, on plain structs and a time-travelling `now`.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,40 +12,7 @@
 
 #include <cmocka.h>
 
-#include "meshscaler/engine.h"
-
-/* A spec with one metric "m" and the default behavior. */
-static void spec_one(ms_spec_t *s, ms_target_type_t type, double target, int32_t min, int32_t max)
-{
-    ms_spec_init(s);
-    s->min_replicas = min;
-    s->max_replicas = max;
-    s->nmetrics = 1;
-    snprintf(s->metrics[0].name, sizeof s->metrics[0].name, "m");
-    s->metrics[0].source = MS_SOURCE_PROMETHEUS;
-    s->metrics[0].target_type = type;
-    s->metrics[0].target = target;
-}
-
-static ms_observation_t obs_at(double now, int32_t current, double value)
-{
-    ms_observation_t o;
-
-    ms_observation_init(&o);
-    o.now = now;
-    o.current_replicas = current;
-    o.ready_replicas = current;
-    o.metrics[0] = (ms_sample_t){true, value};
-    return o;
-}
-
-static ms_decision_t decide(const ms_spec_t *s, ms_engine_memory_t *mem, ms_observation_t o)
-{
-    ms_decision_t d;
-
-    assert_int_equal(ms_engine_decide(s, mem, &o, &d), MS_OK);
-    return d;
-}
+#include "engine_fixtures.h"
 
 /* ---- step 3: formulas and tolerance ---- */
 
@@ -149,9 +116,7 @@ static void largest_ask_wins(void **state)
     ms_decision_t d;
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
-    s.nmetrics = 2;
-    s.metrics[1] = s.metrics[0];
-    snprintf(s.metrics[1].name, sizeof s.metrics[1].name, "n");
+    spec_add_n(&s);
     ms_engine_memory_init(&mem);
     o = obs_at(0, 4, 35);
     o.metrics[1] = (ms_sample_t){true, 105};
@@ -162,23 +127,10 @@ static void largest_ask_wins(void **state)
 
 /* ---- step 3: partial observations (HPA's missing-pods rule) ---- */
 
-/* One metric observed by `pods` of `ready` pods at current replicas. */
-static ms_observation_t obs_partial(int32_t current, int32_t ready, double value, int32_t pods)
-{
-    ms_observation_t o = obs_at(0, current, value);
-
-    o.ready_replicas = ready;
-    o.metric_pods[0] = (ms_pods_t){true, pods};
-    return o;
-}
-
 /* The metric's ask for one fresh decision. */
 static ms_metric_result_t ask_partial(const ms_spec_t *s, ms_observation_t o)
 {
-    ms_engine_memory_t mem;
-
-    ms_engine_memory_init(&mem);
-    return decide(s, &mem, o).metrics[0];
+    return decide_fresh(s, o).metrics[0];
 }
 
 static void partial_utilization_low_counts_missing_pods_busy(void **state)
@@ -505,9 +457,7 @@ static void missing_metric_never_scales_down(void **state)
     ms_decision_t d;
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
-    s.nmetrics = 2;
-    s.metrics[1] = s.metrics[0];
-    snprintf(s.metrics[1].name, sizeof s.metrics[1].name, "n");
+    spec_add_n(&s);
     ms_engine_memory_init(&mem);
 
     o = obs_at(0, 6, 10); /* asks 1, the other is missing */

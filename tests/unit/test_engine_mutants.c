@@ -1,9 +1,10 @@
 /*
  * test_engine_mutants.c - tests written to kill the mutants of src/engine/
  * that survived tests/mutation/run.sh (docs/testing.md, "Mutation testing").
- * Each test names the rule of SPEC.md section 2 it pins and the mutant it
- * kills; every expected value is worked out from the rule in the comment,
- * not read from the engine.
+ * Each test names the rule of docs/decision-rules.md it pins and the
+ * mutant it kills; every expected value is worked out from the rule in the
+ * comment, not read from the engine. The builders shared with
+ * test_engine.c are in engine_fixtures.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,50 +19,8 @@
 #include <cmocka.h>
 
 #include "engine/engine_internal.h"
-#include "meshscaler/engine.h"
+#include "engine_fixtures.h"
 #include "meshscaler/quantity.h"
-
-/* A spec with one metric "m" and the default behavior. */
-static void spec_one(ms_spec_t *s, ms_target_type_t type, double target, int32_t min, int32_t max)
-{
-    ms_spec_init(s);
-    s->min_replicas = min;
-    s->max_replicas = max;
-    s->nmetrics = 1;
-    snprintf(s->metrics[0].name, sizeof s->metrics[0].name, "m");
-    s->metrics[0].source = MS_SOURCE_PROMETHEUS;
-    s->metrics[0].target_type = type;
-    s->metrics[0].target = target;
-}
-
-static ms_observation_t obs_at(double now, int32_t current, double value)
-{
-    ms_observation_t o;
-
-    ms_observation_init(&o);
-    o.now = now;
-    o.current_replicas = current;
-    o.ready_replicas = current;
-    o.metrics[0] = (ms_sample_t){true, value};
-    return o;
-}
-
-static ms_decision_t decide(const ms_spec_t *s, ms_engine_memory_t *mem, ms_observation_t o)
-{
-    ms_decision_t d;
-
-    assert_int_equal(ms_engine_decide(s, mem, &o, &d), MS_OK);
-    return d;
-}
-
-/* One decision on an empty memory. */
-static ms_decision_t decide_fresh(const ms_spec_t *s, ms_observation_t o)
-{
-    ms_engine_memory_t mem;
-
-    ms_engine_memory_init(&mem);
-    return decide(s, &mem, o);
-}
 
 /* ---- reason names ---- */
 
@@ -221,8 +180,7 @@ static void partial_average_value_just_above_target_fills_idle(void **state)
     ms_decision_t d;
     (void)state;
     spec_one(&s, MS_TARGET_AVERAGE_VALUE, 100, 1, 40);
-    o = obs_at(0, 10, 1050);
-    o.metric_pods[0] = (ms_pods_t){true, 6};
+    o = obs_partial(10, 10, 1050, 6);
     d = decide_fresh(&s, o);
     assert_true(d.metrics[0].partial);
     assert_true(d.metrics[0].partial_value == 1050);
@@ -240,8 +198,7 @@ static void partial_utilization_just_above_target_fills_idle(void **state)
     ms_decision_t d;
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
-    o = obs_at(0, 10, 52.5);
-    o.metric_pods[0] = (ms_pods_t){true, 8};
+    o = obs_partial(10, 10, 52.5, 8);
     d = decide_fresh(&s, o);
     assert_true(fabs(d.metrics[0].partial_value - 42) < 1e-9);
     assert_int_equal(d.metrics[0].replicas, 10);
@@ -260,8 +217,7 @@ static void partial_same_side_above_target_scales_without_tolerance(void **state
     (void)state;
     spec_one(&s, MS_TARGET_AVERAGE_VALUE, 100, 1, 40);
     s.scale_up.tolerance = 0;
-    o = obs_at(0, 10, 1050);
-    o.metric_pods[0] = (ms_pods_t){true, 6};
+    o = obs_partial(10, 10, 1050, 6);
     d = decide_fresh(&s, o);
     assert_true(d.metrics[0].partial_ratio == 1.05);
     assert_int_equal(d.metrics[0].replicas, 11);
@@ -273,8 +229,7 @@ static void partial_same_side_above_target_scales_without_tolerance(void **state
     ms_spec_cleanup(&s);
     spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
     s.scale_up.tolerance = 0;
-    o = obs_at(0, 20, 54.5);
-    o.metric_pods[0] = (ms_pods_t){true, 19};
+    o = obs_partial(20, 20, 54.5, 19);
     d = decide_fresh(&s, o);
     assert_true(fabs(d.metrics[0].partial_value - 51.775) < 1e-9);
     assert_int_equal(d.metrics[0].replicas, 21);
@@ -329,8 +284,7 @@ static void zero_reporting_pods_is_a_valid_observation(void **state)
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
     ms_engine_memory_init(&mem);
-    o = obs_at(0, 10, 0);
-    o.metric_pods[0] = (ms_pods_t){true, 0};
+    o = obs_partial(10, 10, 0, 0);
     assert_int_equal(ms_engine_decide(&s, &mem, &o, &d), MS_OK);
     assert_true(d.metrics[0].partial);
     assert_true(d.metrics[0].partial_value == 100);
@@ -386,9 +340,7 @@ static void saturated_when_any_metric_was_corrected(void **state)
     ms_decision_t d;
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
-    s.nmetrics = 2;
-    s.metrics[1] = s.metrics[0];
-    snprintf(s.metrics[1].name, sizeof s.metrics[1].name, "n");
+    spec_add_n(&s);
     s.saturation[0].enabled = true;
     o = obs_at(0, 4, 70);
     o.metrics[1] = (ms_sample_t){true, 70};
@@ -460,6 +412,21 @@ static int32_t down_limit(const ms_engine_memory_t *mem, const ms_spec_t *s)
     return ms__stabilize(mem, s, 100, 1000, 1);
 }
 
+/* The 33 entries e restored with windows of `window` s both ways: the
+ * memory keeps n, and its limits are up and down. */
+static void check_compaction(int32_t window, const entry_t *e, size_t n, int32_t up, int32_t down)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+
+    spec_windows(&s, window);
+    restore(&mem, &s, e, 33);
+    assert_int_equal(mem.nrecs, n);
+    assert_int_equal(up_limit(&mem, &s), up);
+    assert_int_equal(down_limit(&mem, &s), down);
+    ms_spec_cleanup(&s);
+}
+
 /* Restored newest first, the 33 entries are in the slots out of time
  * order: the two oldest by time, (1, 1) and (2, 100), are merged into
  * (2, 100), so the up-limit becomes the next low, 2, and the down-limit
@@ -515,25 +482,15 @@ static void compaction_drops_a_restored_entry_no_window_sees(void **state)
  * the domination loop's bounds and conditions). */
 static void compaction_drops_an_entry_dominated_both_ways(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[33];
     (void)state;
-    spec_windows(&s, 1000);
     e[0] = (entry_t){1, 50};
     zigzag(e + 1, 2, 32, 1, 100, true); /* (2,1) (3,100) (4,2) (5,99) ... */
-    restore(&mem, &s, e, 33);
-    assert_int_equal(mem.nrecs, 32);
-    assert_int_equal(up_limit(&mem, &s), 1);
-    assert_int_equal(down_limit(&mem, &s), 100);
+    check_compaction(1000, e, 32, 1, 100);
 
     /* The same with the high first: (2, 100) then (3, 1). */
     zigzag(e + 1, 2, 32, 1, 100, false);
-    restore(&mem, &s, e, 33);
-    assert_int_equal(mem.nrecs, 32);
-    assert_int_equal(up_limit(&mem, &s), 1);
-    assert_int_equal(down_limit(&mem, &s), 100);
-    ms_spec_cleanup(&s);
+    check_compaction(1000, e, 32, 1, 100);
 }
 
 /* The only entry at least as large as (1, 50) sits in slot 0, (33, 100);
@@ -542,19 +499,12 @@ static void compaction_drops_an_entry_dominated_both_ways(void **state)
  * low: 33 - 16 = 17 entries stay, with the exact limits 1 and 100. */
 static void compaction_looks_at_every_slot(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[33];
     (void)state;
-    spec_windows(&s, 1000);
     e[0] = (entry_t){33, 100};
     e[1] = (entry_t){1, 50};
     zigzag(e + 2, 2, 31, 1, 49, true); /* (2,1) (3,49) (4,2) ... (32,16) */
-    restore(&mem, &s, e, 33);
-    assert_int_equal(mem.nrecs, 17);
-    assert_int_equal(up_limit(&mem, &s), 1);
-    assert_int_equal(down_limit(&mem, &s), 100);
-    ms_spec_cleanup(&s);
+    check_compaction(1000, e, 17, 1, 100);
 }
 
 /* Two equal entries at one time: the earlier index is dominated by the
@@ -565,27 +515,17 @@ static void compaction_looks_at_every_slot(void **state)
  * limits 1 and 199 (oldest pair), 1 and 100 (newest pair). */
 static void compaction_drops_one_of_two_equal_entries(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[33];
     (void)state;
-    spec_windows(&s, 1000);
     e[0] = (entry_t){1, 1};
     e[1] = (entry_t){1, 1};
     zigzag(e + 2, 2, 31, 3, 199, false); /* (2,199) (3,3) (4,198) ... */
-    restore(&mem, &s, e, 33);
-    assert_int_equal(mem.nrecs, 32);
-    assert_int_equal(up_limit(&mem, &s), 1);
-    assert_int_equal(down_limit(&mem, &s), 199);
+    check_compaction(1000, e, 32, 1, 199);
 
     zigzag(e, 1, 31, 1, 100, true); /* (1,1) (2,100) ... (31,16) */
     e[31] = (entry_t){32, 50};
     e[32] = (entry_t){32, 50};
-    restore(&mem, &s, e, 33);
-    assert_int_equal(mem.nrecs, 32);
-    assert_int_equal(up_limit(&mem, &s), 1);
-    assert_int_equal(down_limit(&mem, &s), 100);
-    ms_spec_cleanup(&s);
+    check_compaction(1000, e, 32, 1, 100);
 }
 
 /* Windows of 99 s at now = 100: an entry at time 1 sits exactly on both
@@ -595,18 +535,11 @@ static void compaction_drops_one_of_two_equal_entries(void **state)
  * "time > cutoff" to ">=" and the cutoffs' signs). */
 static void compaction_drops_an_entry_on_the_cutoff(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[33];
     (void)state;
-    spec_windows(&s, 99);
     e[0] = (entry_t){1, 500};
     zigzag(e + 1, 2, 32, 1, 100, true);
-    restore(&mem, &s, e, 33);
-    assert_int_equal(mem.nrecs, 32);
-    assert_int_equal(up_limit(&mem, &s), 1);
-    assert_int_equal(down_limit(&mem, &s), 100);
-    ms_spec_cleanup(&s);
+    check_compaction(99, e, 32, 1, 100);
 }
 
 /* The entries (1, 1) ... (33, 33) are each below every newer one, so all
@@ -679,12 +612,20 @@ static void assert_events(const ms_engine_memory_t *mem, const entry_t *want, si
     }
 }
 
-/* The scale-up limit from 20 replicas at now = 100 (max 1000). */
-static int32_t up_rate_limit(const ms_engine_memory_t *mem, const ms_spec_t *s)
+/* The 17 events e restored at now = 100 under the default policies (the
+ * last one finds all 16 slots taken): the memory keeps exactly want[0..16),
+ * and the scale-up limit from 20 replicas (max 1000) is `limit`. */
+static void check_event_compaction(const entry_t *e, const entry_t *want, int32_t limit)
 {
+    ms_spec_t s;
+    ms_engine_memory_t mem;
     ms_reason_t why;
 
-    return ms__apply_rate(mem, s, 100, 20, 1000, &why);
+    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 1000);
+    restore_events(&mem, &s, e, 17);
+    assert_events(&mem, want, 16);
+    assert_int_equal(ms__apply_rate(&mem, &s, 100, 20, 1000, &why), limit);
+    ms_spec_cleanup(&s);
 }
 
 /* (50, +1) is before every period's cutoff (100 - 15 = 85) and is dropped
@@ -694,19 +635,13 @@ static int32_t up_rate_limit(const ms_engine_memory_t *mem, const ms_spec_t *s)
  * +1) merges it into (86, +2) and the limit reads 34). */
 static void event_compaction_drops_what_no_period_sees(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[17];
     (void)state;
-    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 1000);
     e[0] = (entry_t){50, 1};
     for (size_t k = 0; k < 15; k++) /* 86 +1, 87 -1, ... 100 +1 */
         e[k + 1] = (entry_t){86 + (double)k, k % 2 ? -1 : 1};
     e[16] = (entry_t){100.5, 1};
-    restore_events(&mem, &s, e, 17);
-    assert_events(&mem, e + 1, 16);
-    assert_int_equal(up_rate_limit(&mem, &s), 36);
-    ms_spec_cleanup(&s);
+    check_event_compaction(e, e + 1, 36);
 }
 
 /* 16 events at 86, 86.5, ... 93.5 alternating +1/-1, but the last two both
@@ -716,22 +651,16 @@ static void event_compaction_drops_what_no_period_sees(void **state)
  * test; dropping the oldest instead would give start 20, limit 40). */
 static void event_compaction_merges_the_same_direction_at_the_end(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[17], want[16];
     (void)state;
-    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 1000);
     for (size_t k = 0; k < 16; k++)
         e[k] = (entry_t){86 + 0.5 * (double)k, (k % 2 && k != 15) ? -1 : 1};
     e[16] = (entry_t){94, -1};
-    restore_events(&mem, &s, e, 17);
     for (size_t k = 0; k < 14; k++)
         want[k] = e[k];
     want[14] = (entry_t){93.5, 2};
     want[15] = e[16];
-    assert_events(&mem, want, 16);
-    assert_int_equal(up_rate_limit(&mem, &s), 38);
-    ms_spec_cleanup(&s);
+    check_event_compaction(e, want, 38);
 }
 
 /* The same-direction pair in the middle: 86 +1, 86.5 -1, ... 89.5 -1
@@ -740,24 +669,18 @@ static void event_compaction_merges_the_same_direction_at_the_end(void **state)
  * stored. 9 added (4 + 4 + 1), 8 removed: start 19, limit 38. */
 static void event_compaction_merges_the_same_direction_in_the_middle(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[17], want[16];
     (void)state;
-    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 1000);
     for (size_t k = 0; k < 16; k++)
         e[k] = (entry_t){86 + 0.5 * (double)k, ((k % 2) == (k < 8)) ? -1 : 1};
     e[16] = (entry_t){94, 1};
-    restore_events(&mem, &s, e, 17);
     for (size_t k = 0; k < 7; k++)
         want[k] = e[k];
     want[7] = (entry_t){90, -2};
     for (size_t k = 9; k < 16; k++)
         want[k - 1] = e[k];
     want[15] = e[16];
-    assert_events(&mem, want, 16);
-    assert_int_equal(up_rate_limit(&mem, &s), 38);
-    ms_spec_cleanup(&s);
+    check_event_compaction(e, want, 38);
 }
 
 /* Strictly alternating, all inside the period: the oldest, (86, +1), is
@@ -766,18 +689,12 @@ static void event_compaction_merges_the_same_direction_in_the_middle(void **stat
  * the full-memory test of ms_engine_memory_add_event). */
 static void event_compaction_drops_the_oldest_when_alternating(void **state)
 {
-    ms_spec_t s;
-    ms_engine_memory_t mem;
     entry_t e[17];
     (void)state;
-    spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 1000);
     for (size_t k = 0; k < 16; k++)
         e[k] = (entry_t){86 + 0.5 * (double)k, k % 2 ? -1 : 1};
     e[16] = (entry_t){94, -1};
-    restore_events(&mem, &s, e, 17);
-    assert_events(&mem, e + 1, 16);
-    assert_int_equal(up_rate_limit(&mem, &s), 44);
-    ms_spec_cleanup(&s);
+    check_event_compaction(e, e + 1, 44);
 }
 
 /* ---- step 6: scale-down policies ---- */
@@ -868,8 +785,7 @@ static void explanation_says_idle_just_above_target(void **state)
     char buf[512];
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 50, 1, 40);
-    o = obs_at(0, 10, 52.5);
-    o.metric_pods[0] = (ms_pods_t){true, 8};
+    o = obs_partial(10, 10, 52.5, 8);
     d = decide_fresh(&s, o);
     ms_decision_explain(&s, &d, buf, sizeof buf);
     assert_non_null(strstr(buf, "m 52.5 (8 of 10 pods reported, 42 with the rest counted idle) asks 10"));
@@ -997,9 +913,7 @@ static void spec_shrink_cuts_to_what_is_used(void **state)
     ms_decision_t d;
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 40);
-    s.nmetrics = 2;
-    s.metrics[1] = s.metrics[0];
-    snprintf(s.metrics[1].name, sizeof s.metrics[1].name, "n");
+    spec_add_n(&s);
     ms_spec_shrink(&s);
     assert_int_equal(s.metrics_cap, 2);
     assert_true(s.downstreams_cap <= 1);
@@ -1033,6 +947,14 @@ static void expect_invalid(ms_spec_t *s, bool offline, const char *starts)
     ms_spec_cleanup(s);
 }
 
+static void expect_valid(ms_spec_t *s, bool offline)
+{
+    char errbuf[MS_ERRBUF_SIZE] = "";
+
+    assert_int_equal(ms_spec_validate(s, offline, errbuf, sizeof errbuf), MS_OK);
+    ms_spec_cleanup(s);
+}
+
 static void online_spec(ms_spec_t *s)
 {
     spec_one(s, MS_TARGET_UTILIZATION, 70, 2, 10);
@@ -1045,12 +967,10 @@ static void online_spec(ms_spec_t *s)
 static void spec_validate_checks_every_rule(void **state)
 {
     ms_spec_t s;
-    char errbuf[MS_ERRBUF_SIZE];
     (void)state;
 
     online_spec(&s);
-    assert_int_equal(ms_spec_validate(&s, false, errbuf, sizeof errbuf), MS_OK);
-    ms_spec_cleanup(&s);
+    expect_valid(&s, false);
 
     online_spec(&s);
     s.min_replicas = 0;
@@ -1060,8 +980,7 @@ static void spec_validate_checks_every_rule(void **state)
     expect_invalid(&s, true, "spec.maxReplicas: 1 is less than minReplicas 2");
     online_spec(&s);
     s.max_replicas = 2;
-    assert_int_equal(ms_spec_validate(&s, false, errbuf, sizeof errbuf), MS_OK);
-    ms_spec_cleanup(&s);
+    expect_valid(&s, false);
     online_spec(&s);
     s.nmetrics = 0;
     expect_invalid(&s, true, "spec.metrics: at least one metric is required");
@@ -1073,8 +992,7 @@ static void spec_validate_checks_every_rule(void **state)
     online_spec(&s);
     free(s.target_kind);
     s.target_kind = NULL; /* offline: no target needed */
-    assert_int_equal(ms_spec_validate(&s, true, errbuf, sizeof errbuf), MS_OK);
-    ms_spec_cleanup(&s);
+    expect_valid(&s, true);
 
     online_spec(&s);
     s.nmetrics = 2;
@@ -1119,8 +1037,7 @@ static void spec_validate_checks_every_rule(void **state)
     expect_invalid(&s, false, "spec.guardrails.saturation: metric \"m\" needs rejectedQuery");
     online_spec(&s);
     s.saturation[0].enabled = true; /* offline, queries may be omitted */
-    assert_int_equal(ms_spec_validate(&s, true, errbuf, sizeof errbuf), MS_OK);
-    ms_spec_cleanup(&s);
+    expect_valid(&s, true);
 }
 
 int main(void)

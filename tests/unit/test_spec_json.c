@@ -26,7 +26,8 @@
 /* A spec's head and tail around a few extra fields. */
 #define SPEC_WITH(fields) "{'maxReplicas': 10, 'metrics': [" METRIC_M "]" fields "}"
 
-/* The example of SPEC.md section 1, as the API server would send it. */
+/* The example of docs/decision-rules.md#resource (with a Static fallback),
+ * as the API server would send it. */
 static const char full_spec[] =
     "{'scaleTargetRef': {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'name': 'api'},"
     " 'minReplicas': 2, 'maxReplicas': 40, 'dryRun': false, 'syncPeriodSeconds': 15,"
@@ -254,7 +255,7 @@ static void test_guardrail_and_fallback_defaults(void **state)
     assert_true(s.retry_storm.threshold == 0.3);
     assert_true(s.fallback.enabled);
     assert_int_equal(s.fallback.failure_threshold, 3);
-    /* SPEC.md 1: an outage hits every object at once, so by default the
+    /* docs/decision-rules.md#resource: an outage hits every object at once, so by default the
      * fallback may raise counts but never lower them. */
     assert_int_equal(s.fallback.mode, MS_FALLBACK_CURRENT_IF_HIGHER);
     ms_spec_cleanup(&s);

@@ -154,7 +154,7 @@ YAML
 
   # --- stabilised scale-down: nothing for 10 s, then down to 3. The
   # controller restarts as the load drops: its new memory starts with the
-  # current 10 as a recommendation (SPEC §2 step 0), so the restart must not
+  # current 10 as a recommendation (docs/decision-rules.md step 0), so the restart must not
   # shorten the window either.
   series_set test_load "$ns" web 30
   publish

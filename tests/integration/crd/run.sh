@@ -25,7 +25,7 @@ ns="crd-test-$$-$RANDOM"
 k create namespace "$ns" >/dev/null || { echo "crd: cannot create namespace $ns"; echo "0 passed, 1 failed"; exit 1; }
 
 # --- a valid object, and the defaults the API server fills in
-if out=$(k apply -n "$ns" -f "$here/valid-full.yaml" 2>&1); then ok "the SPEC example is accepted"; else fail "the SPEC example is refused: $out"; fi
+if out=$(k apply -n "$ns" -f "$here/valid-full.yaml" 2>&1); then ok "the full example (docs/decision-rules.md) is accepted"; else fail "the full example (docs/decision-rules.md) is refused: $out"; fi
 get() { k get mas api -n "$ns" -o "jsonpath=$1"; }
 check_default() { # jsonpath expected what
   local got
