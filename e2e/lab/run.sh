@@ -137,7 +137,7 @@ else
   TITLE_A="(a) meshscaler without the downstream guardrail (target ${TARGET_UTILIZATION}%, sync ${MESH_SYNC_S} s)"
   TITLE_B="(b) meshscaler with the downstream guardrail: balancer at most $(python3 -c "print(round($LB_MAX_UTILIZATION*100))")% of ${LB_FLOWS} flows, ${POOL_CONNS} a pod"
   AUTOSCALER_A="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction over ${RATE_WINDOW}; no downstream guardrail"
-  HEADLINE="edge-flows: the same peak (%d -> %d requests/s); every pod holds ${POOL_CONNS} of the balancer's ${LB_FLOWS} flows, without and with the guardrail"
+  HEADLINE="edge-flows: the same peak (%d -> %d requests/s); each pod holds ${POOL_CONNS} of a balancer's ${LB_FLOWS} flows"
   APP_CPU_REQUEST=20m # no HPA reads the app's CPU; both arms' pods fit on the node
 fi
 AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the load client")$([ "$SCENARIO" = edge-flows ] && echo "; downstream guardrail on the balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit")"
