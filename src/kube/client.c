@@ -84,7 +84,12 @@ void ms_kube_client_free(ms_kube_client_t *c)
     free(c->source);
     free(c->namespace_);
     ms__kube_ratelimit_cleanup(&c->limiter);
-    ms__kube_discovery_cleanup(c);
+    while (c->gvs != NULL) { /* the discovery cache */
+        ms__kube_gv_t *next = c->gvs->next;
+        free(c->gvs->res);
+        free(c->gvs);
+        c->gvs = next;
+    }
     pthread_mutex_destroy(&c->disc_lock);
     free(c);
 }

@@ -1,6 +1,8 @@
 /*
  * kube_client_internal.h - the client's insides, shared by the files of
- * src/kube/ that issue requests (client.c, discovery.c, watch.c).
+ * src/kube/ that issue requests. Their calls go one way: scale.c uses
+ * discovery.c, which uses client.c (requests), which uses path.c (pure);
+ * watch.c, lease.c, kube_events.c and kube_review.c use client.c.
  */
 #ifndef MESHSCALER_KUBE_CLIENT_INTERNAL_H
 #define MESHSCALER_KUBE_CLIENT_INTERNAL_H
@@ -14,7 +16,14 @@
 
 #define MS_KUBE_AUTH_MAX 16500
 
-typedef struct ms__kube_gv ms__kube_gv_t; /* discovery.c */
+/* One group-version's resources in the discovery cache: discovery.c fills
+ * the list, the client frees it with itself. */
+typedef struct ms__kube_gv {
+    char api_version[128];
+    ms_kube_resource_t *res;
+    size_t n;
+    struct ms__kube_gv *next;
+} ms__kube_gv_t;
 
 struct ms_kube_client {
     ms_http_client_t *http;
@@ -64,10 +73,8 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
 void ms__kube_error_from_status(ms_kube_error_t *kerr, const char *method, const char *path,
                                 long status, const char *body, size_t len);
 
-/* True for ".../PLURAL" paths (a list), false for ".../PLURAL/NAME[/SUB]". */
+/* True for ".../PLURAL" paths (a list), false for ".../PLURAL/NAME[/SUB]" (path.c). */
 bool ms__kube_path_is_collection(const char *path);
-
-void ms__kube_discovery_cleanup(ms_kube_client_t *c);
 
 /* The resources of an APIResourceList (doc) as ms_kube_resource_t[*n],
  * subresources folded into has_scale/has_status; *out is the caller's
