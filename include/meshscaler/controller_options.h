@@ -11,7 +11,7 @@
  *
  * The config file is a YAML mapping whose keys are the flag names in
  * camelCase without dashes (the list: ms_controller_options_help(), or the
- * table in options.c):
+ * table in controller_options.c):
  *
  *   kubeconfig: /etc/kube/config       prometheusUrl: http://prom:9090
  *   context: prod                      prometheusBearerTokenFile: /var/run/token

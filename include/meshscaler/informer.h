@@ -36,6 +36,9 @@
  * Objects passed to a handler are borrowed for the duration of the call and
  * are read-only. ms_kube_informer_get/size/foreach/stats may be called from
  * any thread. The client must outlive the informer.
+ *
+ * Implemented in src/kube/ by watch.c (one watch stream) and informer.c
+ * (list, watch, resume and the cache).
  */
 #ifndef MESHSCALER_INFORMER_H
 #define MESHSCALER_INFORMER_H

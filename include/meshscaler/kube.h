@@ -14,6 +14,10 @@
  *
  * Threads: a client may be used by any number of threads at once; it must
  * outlive everything built on it (informers, electors, recorders).
+ *
+ * Implemented in src/kube/ by client.c (requests, retries, typed errors),
+ * path.c, discovery.c, scale.c (the scale and status subresources) and
+ * ratelimit.c (the token bucket).
  */
 #ifndef MESHSCALER_KUBE_H
 #define MESHSCALER_KUBE_H

@@ -21,6 +21,10 @@
  * ms_kube_config_free(); it owns every string in it. A loaded config is
  * read-only and may be shared by threads. A credential source (ms_kube_cred_t)
  * is thread-safe: it serialises token refreshes under its own lock.
+ *
+ * Implemented in src/kube/ by config.c (the resolution order, in-cluster
+ * files, freeing a configuration), kubeconfig.c (kubeconfig files) and
+ * cred.c (credentials that change: token files, exec plugins).
  */
 #ifndef MESHSCALER_KUBECONFIG_H
 #define MESHSCALER_KUBECONFIG_H

@@ -22,6 +22,10 @@
  * under a lock); one ms_prom_run() call uses one batch on the calling thread.
  * The decoder is reentrant. Secrets (token, password) are never logged or
  * written into messages.
+ *
+ * Implemented in src/prom/ by client.c (the client), decode.c,
+ * decode_series.c and jscan.c (the decoder), and selector.c (the selector
+ * scanner and the user-queries policy).
  */
 #ifndef MESHSCALER_PROM_H
 #define MESHSCALER_PROM_H

@@ -20,6 +20,9 @@
  *
  * Threads: a tick belongs to one thread at a time; template functions are
  * reentrant.
+ *
+ * Implemented in src/prom/ by template.c (templates), presets.c (the
+ * built-in queries) and tick.c (one tick).
  */
 #ifndef MESHSCALER_PROM_SOURCES_H
 #define MESHSCALER_PROM_SOURCES_H

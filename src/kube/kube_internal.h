@@ -96,7 +96,7 @@ void ms__kube_lines_cleanup(ms__kube_lines_t *l);
  * lines skipped). Returns the first error of the stream. */
 ms_err_t ms__kube_lines_feed(ms__kube_lines_t *l, const char *data, size_t len);
 
-/* ---- event deduplication (events.c) ---- */
+/* ---- event deduplication (kube_events.c) ---- */
 
 /* The key under which repeated events are folded into one (count++):
  * client-go's getEventKey fields. Writes at most cap-1 bytes; returns false

@@ -1,5 +1,5 @@
 /*
- * options.c - `meshscaler controller` flags and config file.
+ * controller_options.c - `meshscaler controller` flags and config file.
  *
  * One table describes every setting: its flag, its config key, its kind and
  * range. Flags and the YAML file feed the same setter, so both accept and

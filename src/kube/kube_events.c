@@ -1,5 +1,5 @@
 /*
- * events.c - deduplicated core/v1 Events: a small LRU of event keys to the
+ * kube_events.c - deduplicated core/v1 Events: a small LRU of event keys to the
  * Event's name and count; repeats become a merge patch of count and
  * lastTimestamp.
  */

@@ -1,5 +1,5 @@
 /*
- * review.c - TokenReview and SubjectAccessReview, and the decision cache
+ * kube_review.c - TokenReview and SubjectAccessReview, and the decision cache
  * in front of them (kube_review.h).
  */
 #include <pthread.h>
