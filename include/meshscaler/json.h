@@ -46,13 +46,12 @@ ms_err_t ms_jpath_errf(const ms_jpath_t *p, char *errbuf, size_t errlen, const c
 
 /* True when item is absent (NULL) or JSON null. */
 bool ms_json_is_absent(const cJSON *item);
+/* What item is, for messages: "a boolean", "an object", "missing", ...; static. */
+const char *ms_json_kind(const cJSON *item);
 
 /* Each reader checks item, which lives at path p. */
 ms_err_t ms_json_number(const cJSON *item, const ms_jpath_t *p, double *out, char *errbuf,
                         size_t errlen);
-/* A JSON number or a Kubernetes quantity string. */
-ms_err_t ms_json_quantity(const cJSON *item, const ms_jpath_t *p, double *out, char *errbuf,
-                          size_t errlen);
 /* A whole number within [min, max] (1.0 is accepted, 1.5 is not). */
 ms_err_t ms_json_int32(const cJSON *item, const ms_jpath_t *p, int32_t min, int32_t max,
                        int32_t *out, char *errbuf, size_t errlen);

@@ -34,4 +34,10 @@ ms_err_t ms_spec_from_json(const cJSON *json, ms_jpath_t *p, bool offline, ms_sp
 ms_err_t ms_behavior_from_json(const cJSON *j, ms_jpath_t *p, ms_scaling_rules_t *up,
                                ms_scaling_rules_t *down, char *errbuf, size_t errlen);
 
+/* A JSON number or a Kubernetes quantity string ("1.5k", "250m"), read like
+ * json.h's readers. It lives here, not in json.h, because it parses with the
+ * engine's quantity parser and util/ imports nothing of the project. */
+ms_err_t ms_json_quantity(const cJSON *item, const ms_jpath_t *p, double *out, char *errbuf,
+                          size_t errlen);
+
 #endif

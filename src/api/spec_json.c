@@ -8,10 +8,28 @@
  */
 #include <string.h>
 
+#include "meshscaler/quantity.h"
 #include "meshscaler/spec_json.h"
 
 #define QUERY_MAX 8192
 #define REF_MAX 253
+
+ms_err_t ms_json_quantity(const cJSON *item, const ms_jpath_t *p, double *out, char *errbuf,
+                          size_t errlen)
+{
+    char reason[MS_ERRBUF_SIZE];
+    double v;
+
+    if (cJSON_IsNumber(item))
+        return ms_json_number(item, p, out, errbuf, errlen);
+    if (!cJSON_IsString(item))
+        return ms_jpath_errf(p, errbuf, errlen, "not a number or quantity string (found %s)",
+                             ms_json_kind(item));
+    if (ms_quantity_parse(item->valuestring, &v, reason, sizeof reason) != MS_OK)
+        return ms_jpath_errf(p, errbuf, errlen, "%s", reason);
+    *out = v;
+    return MS_OK;
+}
 
 static const cJSON *child(const cJSON *obj, const char *key)
 {

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "meshscaler/json.h"
-#include "meshscaler/quantity.h"
 
 void ms_jpath_init(ms_jpath_t *p, const char *root)
 {
@@ -107,7 +106,7 @@ ms_err_t ms_jpath_errf(const ms_jpath_t *p, char *errbuf, size_t errlen, const c
 
 bool ms_json_is_absent(const cJSON *item) { return item == NULL || cJSON_IsNull(item); }
 
-static const char *kind_of(const cJSON *item)
+const char *ms_json_kind(const cJSON *item)
 {
     if (item == NULL)
         return "missing";
@@ -130,27 +129,10 @@ ms_err_t ms_json_number(const cJSON *item, const ms_jpath_t *p, double *out, cha
                         size_t errlen)
 {
     if (!cJSON_IsNumber(item))
-        return ms_jpath_errf(p, errbuf, errlen, "not a number (found %s)", kind_of(item));
+        return ms_jpath_errf(p, errbuf, errlen, "not a number (found %s)", ms_json_kind(item));
     if (!isfinite(item->valuedouble))
         return ms_jpath_errf(p, errbuf, errlen, "not a finite number");
     *out = item->valuedouble;
-    return MS_OK;
-}
-
-ms_err_t ms_json_quantity(const cJSON *item, const ms_jpath_t *p, double *out, char *errbuf,
-                          size_t errlen)
-{
-    char reason[MS_ERRBUF_SIZE];
-    double v;
-
-    if (cJSON_IsNumber(item))
-        return ms_json_number(item, p, out, errbuf, errlen);
-    if (!cJSON_IsString(item))
-        return ms_jpath_errf(p, errbuf, errlen, "not a number or quantity string (found %s)",
-                             kind_of(item));
-    if (ms_quantity_parse(item->valuestring, &v, reason, sizeof reason) != MS_OK)
-        return ms_jpath_errf(p, errbuf, errlen, "%s", reason);
-    *out = v;
     return MS_OK;
 }
 
@@ -160,7 +142,7 @@ ms_err_t ms_json_int32(const cJSON *item, const ms_jpath_t *p, int32_t min, int3
     double v;
 
     if (!cJSON_IsNumber(item))
-        return ms_jpath_errf(p, errbuf, errlen, "not an integer (found %s)", kind_of(item));
+        return ms_jpath_errf(p, errbuf, errlen, "not an integer (found %s)", ms_json_kind(item));
     v = item->valuedouble;
     if (!isfinite(v) || v != floor(v))
         return ms_jpath_errf(p, errbuf, errlen, "not an integer");
@@ -176,7 +158,7 @@ ms_err_t ms_json_bool(const cJSON *item, const ms_jpath_t *p, bool *out, char *e
                       size_t errlen)
 {
     if (!cJSON_IsBool(item))
-        return ms_jpath_errf(p, errbuf, errlen, "not a boolean (found %s)", kind_of(item));
+        return ms_jpath_errf(p, errbuf, errlen, "not a boolean (found %s)", ms_json_kind(item));
     *out = cJSON_IsTrue(item);
     return MS_OK;
 }
@@ -185,7 +167,7 @@ static ms_err_t check_string(const cJSON *item, const ms_jpath_t *p, size_t min_
                              size_t max_len, size_t *len, char *errbuf, size_t errlen)
 {
     if (!cJSON_IsString(item) || item->valuestring == NULL)
-        return ms_jpath_errf(p, errbuf, errlen, "not a string (found %s)", kind_of(item));
+        return ms_jpath_errf(p, errbuf, errlen, "not a string (found %s)", ms_json_kind(item));
     *len = strlen(item->valuestring);
     if (*len < min_len)
         return ms_jpath_errf(p, errbuf, errlen, "must not be empty");
@@ -231,7 +213,7 @@ ms_err_t ms_json_enum(const cJSON *item, const ms_jpath_t *p, const char *const 
     size_t used = 0;
 
     if (!cJSON_IsString(item) || item->valuestring == NULL)
-        return ms_jpath_errf(p, errbuf, errlen, "not a string (found %s)", kind_of(item));
+        return ms_jpath_errf(p, errbuf, errlen, "not a string (found %s)", ms_json_kind(item));
     for (size_t i = 0; i < n; i++) {
         if (strcmp(item->valuestring, names[i]) == 0) {
             *index = (int)i;
@@ -248,14 +230,14 @@ ms_err_t ms_json_enum(const cJSON *item, const ms_jpath_t *p, const char *const 
 ms_err_t ms_json_object(const cJSON *item, const ms_jpath_t *p, char *errbuf, size_t errlen)
 {
     if (!cJSON_IsObject(item))
-        return ms_jpath_errf(p, errbuf, errlen, "not an object (found %s)", kind_of(item));
+        return ms_jpath_errf(p, errbuf, errlen, "not an object (found %s)", ms_json_kind(item));
     return MS_OK;
 }
 
 ms_err_t ms_json_array(const cJSON *item, const ms_jpath_t *p, char *errbuf, size_t errlen)
 {
     if (!cJSON_IsArray(item))
-        return ms_jpath_errf(p, errbuf, errlen, "not an array (found %s)", kind_of(item));
+        return ms_jpath_errf(p, errbuf, errlen, "not an array (found %s)", ms_json_kind(item));
     return MS_OK;
 }
 

@@ -260,43 +260,6 @@ static void test_number_refuses_infinity(void **state)
     cJSON_Delete(nan);
 }
 
-static void test_quantity_reads_numbers_and_strings(void **state)
-{
-    cJSON *num = parse_value("120"), *str = parse_value("\"1.5k\"");
-    ms_jpath_t p;
-    char errbuf[MS_ERRBUF_SIZE];
-    double out = 0;
-
-    (void)state;
-    ms_jpath_init(&p, "x");
-    assert_int_equal(ms_json_quantity(num, &p, &out, errbuf, sizeof errbuf), MS_OK);
-    assert_true(out == 120.0);
-    assert_int_equal(ms_json_quantity(str, &p, &out, errbuf, sizeof errbuf), MS_OK);
-    assert_true(out == 1500.0);
-    cJSON_Delete(num);
-    cJSON_Delete(str);
-}
-
-static void test_quantity_failures(void **state)
-{
-    cJSON *bad = parse_value("\"1.5Q\""), *flag = parse_value("false");
-    ms_jpath_t p;
-    char errbuf[MS_ERRBUF_SIZE];
-    double out = 7;
-
-    (void)state;
-    ms_jpath_init(&p, "spec");
-    ms_jpath_push_key(&p, "limit");
-    assert_int_equal(ms_json_quantity(bad, &p, &out, errbuf, sizeof errbuf), MS_ERR_INVALID);
-    /* The quantity parser's reason, behind the path. */
-    assert_non_null(strstr(errbuf, "spec.limit: quantity \"1.5Q\" has an unknown suffix"));
-    assert_int_equal(ms_json_quantity(flag, &p, &out, errbuf, sizeof errbuf), MS_ERR_INVALID);
-    assert_string_equal(errbuf, "spec.limit: not a number or quantity string (found a boolean)");
-    assert_true(out == 7);
-    cJSON_Delete(bad);
-    cJSON_Delete(flag);
-}
-
 static void test_int32_accepts_whole_numbers(void **state)
 {
     cJSON *one = parse_value("1.0"), *max = parse_value("2147483647"),
@@ -555,8 +518,6 @@ int main(void)
         cmocka_unit_test(test_number_reads_numbers),
         cmocka_unit_test(test_number_names_what_it_found),
         cmocka_unit_test(test_number_refuses_infinity),
-        cmocka_unit_test(test_quantity_reads_numbers_and_strings),
-        cmocka_unit_test(test_quantity_failures),
         cmocka_unit_test(test_int32_accepts_whole_numbers),
         cmocka_unit_test(test_int32_failures),
         cmocka_unit_test(test_bool),

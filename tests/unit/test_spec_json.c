@@ -324,6 +324,53 @@ static void test_quantity_strings_are_accepted(void **state)
     ms_spec_cleanup(&s);
 }
 
+/* ms_json_quantity alone: numbers, quantity strings, and its refusals. */
+static cJSON *json_value(const char *text)
+{
+    cJSON *v = cJSON_Parse(text);
+
+    if (v == NULL)
+        fail_msg("test input is not JSON: %s", text);
+    return v;
+}
+
+static void test_quantity_reads_numbers_and_strings(void **state)
+{
+    cJSON *num = json_value("120"), *str = json_value("\"1.5k\"");
+    ms_jpath_t p;
+    char errbuf[MS_ERRBUF_SIZE];
+    double out = 0;
+
+    (void)state;
+    ms_jpath_init(&p, "x");
+    assert_int_equal(ms_json_quantity(num, &p, &out, errbuf, sizeof errbuf), MS_OK);
+    assert_true(out == 120.0);
+    assert_int_equal(ms_json_quantity(str, &p, &out, errbuf, sizeof errbuf), MS_OK);
+    assert_true(out == 1500.0);
+    cJSON_Delete(num);
+    cJSON_Delete(str);
+}
+
+static void test_quantity_failures(void **state)
+{
+    cJSON *bad = json_value("\"1.5Q\""), *flag = json_value("false");
+    ms_jpath_t p;
+    char errbuf[MS_ERRBUF_SIZE];
+    double out = 7;
+
+    (void)state;
+    ms_jpath_init(&p, "spec");
+    ms_jpath_push_key(&p, "limit");
+    assert_int_equal(ms_json_quantity(bad, &p, &out, errbuf, sizeof errbuf), MS_ERR_INVALID);
+    /* The quantity parser's reason, behind the path. */
+    assert_non_null(strstr(errbuf, "spec.limit: quantity \"1.5Q\" has an unknown suffix"));
+    assert_int_equal(ms_json_quantity(flag, &p, &out, errbuf, sizeof errbuf), MS_ERR_INVALID);
+    assert_string_equal(errbuf, "spec.limit: not a number or quantity string (found a boolean)");
+    assert_true(out == 7);
+    cJSON_Delete(bad);
+    cJSON_Delete(flag);
+}
+
 static void test_limits_at_their_edges_are_accepted(void **state)
 {
     (void)state;
@@ -598,6 +645,8 @@ int main(void)
         cmocka_unit_test(test_one_direction_given_leaves_the_other_default),
         cmocka_unit_test(test_some_fields_of_a_direction_given),
         cmocka_unit_test(test_quantity_strings_are_accepted),
+        cmocka_unit_test(test_quantity_reads_numbers_and_strings),
+        cmocka_unit_test(test_quantity_failures),
         cmocka_unit_test(test_limits_at_their_edges_are_accepted),
         cmocka_unit_test(test_scale_target_ref_is_required_online_only),
         cmocka_unit_test(test_refuses_min_above_max),
