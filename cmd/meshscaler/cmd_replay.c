@@ -20,7 +20,7 @@
 #include "meshscaler/buf.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/controller_options.h"
-#include "meshscaler/decide.h"
+#include "meshscaler/decision_json.h"
 #include "meshscaler/replay.h"
 #include "meshscaler/spec_json.h"
 #include "meshscaler/yaml.h"
@@ -244,7 +244,7 @@ static void print_row(const ms_spec_t *spec, const ms_replay_tick_t *tk)
 
 static void print_json(const ms_spec_t *spec, const ms_replay_tick_t *tk)
 {
-    cJSON *line = ms_decide_decision_json(spec, tk->memory, tk->time, tk->decision);
+    cJSON *line = ms_decision_to_json(spec, tk->memory, tk->time, tk->decision);
     char *text;
 
     if (line == NULL)

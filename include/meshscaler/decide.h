@@ -13,8 +13,6 @@
 
 #include <stddef.h>
 
-#include <cjson/cJSON.h>
-
 #include "meshscaler/engine.h"
 #include "meshscaler/error.h"
 
@@ -38,13 +36,5 @@ ms_err_t ms_decide_run(const char *text, size_t len, ms_decide_format_t format,
 
 /* Validate only (no output); same errors as ms_decide_run. */
 ms_err_t ms_decide_validate(const char *text, size_t len, char *errbuf, size_t errlen);
-
-/* The JSON object `decide` prints for one decision (docs/decide.md:
- * time, currentReplicas, desiredReplicas, recommendation, stabilized,
- * reason, metrics, message, ...), with "state" from mem unless mem is NULL.
- * The controller's dry-run JSON Lines add their fields to it. The caller
- * owns the result (cJSON_Delete); NULL on allocation failure. */
-cJSON *ms_decide_decision_json(const ms_spec_t *spec, const ms_engine_memory_t *mem, double time,
-                               const ms_decision_t *d);
 
 #endif

@@ -2,7 +2,7 @@
  * dryrun.h - the decision lines `meshscaler controller --dry-run` prints on
  * stdout, one per decision: a table (TIME NAMESPACE/NAME TARGET CURRENT ->
  * DESIRED REASON METRICS, header once) or JSON Lines carrying the same
- * fields as `meshscaler decide` (decide.h) plus namespace, name and target.
+ * fields as `meshscaler decide` (decision_json.h) plus namespace, name and target.
  *
  * Pure and reentrant; everything in a record is borrowed for the call.
  */

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "meshscaler/clock.h"
-#include "meshscaler/decide.h"
+#include "meshscaler/decision_json.h"
 #include "meshscaler/dryrun.h"
 
 
@@ -66,7 +66,7 @@ static ms_err_t table_row(const ms_dryrun_record_t *r, ms_buf_t *out)
 
 static ms_err_t json_line(const ms_dryrun_record_t *r, ms_buf_t *out)
 {
-    cJSON *o = ms_decide_decision_json(r->spec, r->memory, r->time, r->decision);
+    cJSON *o = ms_decision_to_json(r->spec, r->memory, r->time, r->decision);
     char when[32], target[256];
     char *text;
     ms_err_t err;

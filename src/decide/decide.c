@@ -8,87 +8,8 @@
 #include <string.h>
 
 #include "meshscaler/decide.h"
+#include "meshscaler/decision_json.h"
 #include "scenario.h"
-
-/* cJSON allocation failures surface as NULL; one check at the end of each
- * object keeps the builders readable. */
-static cJSON *sample_json(ms_sample_t s)
-{
-    return s.present ? cJSON_CreateNumber(s.value) : cJSON_CreateNull();
-}
-
-static cJSON *state_json(const ms_engine_memory_t *mem)
-{
-    cJSON *state = cJSON_CreateObject();
-    cJSON *recs = cJSON_AddArrayToObject(state, "recommendations");
-    cJSON *events = cJSON_AddArrayToObject(state, "scaleEvents");
-
-    for (size_t i = 0; i < mem->nrecs; i++) {
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddNumberToObject(r, "time", mem->rec_time[i]);
-        cJSON_AddNumberToObject(r, "replicas", mem->rec_replicas[i]);
-        cJSON_AddItemToArray(recs, r);
-    }
-    for (size_t i = 0; i < mem->nevents; i++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "time", mem->event_time[i]);
-        cJSON_AddNumberToObject(e, "change", mem->event_change[i]);
-        cJSON_AddItemToArray(events, e);
-    }
-    cJSON_AddNumberToObject(state, "failures", mem->failures);
-    return state;
-}
-
-cJSON *ms_decide_decision_json(const ms_spec_t *spec, const ms_engine_memory_t *mem, double time,
-                               const ms_decision_t *d)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON *metrics, *downstreams;
-    char message[1024];
-
-    cJSON_AddNumberToObject(o, "time", time);
-    cJSON_AddNumberToObject(o, "currentReplicas", d->current_replicas);
-    cJSON_AddNumberToObject(o, "readyReplicas", d->ready_replicas);
-    cJSON_AddNumberToObject(o, "desiredReplicas", d->desired_replicas);
-    if (d->has_recommendation)
-        cJSON_AddNumberToObject(o, "recommendation", d->recommendation);
-    else
-        cJSON_AddNullToObject(o, "recommendation");
-    cJSON_AddBoolToObject(o, "stabilized", d->stabilized);
-    cJSON_AddStringToObject(o, "reason", ms_reason_name(d->reason));
-    metrics = cJSON_AddObjectToObject(o, "metrics");
-    for (size_t i = 0; i < d->nmetrics; i++) {
-        const ms_metric_result_t *m = &d->metrics[i];
-        cJSON *mj = cJSON_AddObjectToObject(metrics, spec->metrics[i].name);
-
-        cJSON_AddItemToObject(mj, "value", sample_json(m->value));
-        if (m->pods.known) /* a partial observation (docs/decide.md) */
-            cJSON_AddNumberToObject(mj, "pods", m->pods.count);
-        cJSON_AddItemToObject(mj, "effective", sample_json(m->effective));
-        if (m->has_replicas)
-            cJSON_AddNumberToObject(mj, "replicas", m->replicas);
-        else
-            cJSON_AddNullToObject(mj, "replicas");
-    }
-    cJSON_AddBoolToObject(o, "retryStorm", d->retry_storm);
-    cJSON_AddBoolToObject(o, "saturated", d->saturated);
-    cJSON_AddBoolToObject(o, "fallback", d->fallback_used);
-    downstreams = cJSON_AddObjectToObject(o, "downstream");
-    for (size_t i = 0; i < d->ndownstreams; i++) {
-        const ms_downstream_result_t *r = &d->downstreams[i];
-        cJSON *dj = cJSON_AddObjectToObject(downstreams, spec->downstreams[i].name);
-
-        cJSON_AddBoolToObject(dj, "observed", r->observed);
-        if (r->observed)
-            cJSON_AddNumberToObject(dj, "allowed", r->allowed);
-        cJSON_AddBoolToObject(dj, "bound", r->bound);
-    }
-    ms_decision_explain(spec, d, message, sizeof message);
-    cJSON_AddStringToObject(o, "message", message);
-    if (mem != NULL)
-        cJSON_AddItemToObject(o, "state", state_json(mem));
-    return o;
-}
 
 static char *decision_text(const ms_spec_t *spec, double time, const ms_decision_t *d)
 {
@@ -143,7 +64,7 @@ ms_err_t ms_decide_run(const char *text, size_t len, ms_decide_format_t format,
         if (format == MS_DECIDE_TEXT) {
             line = decision_text(&sc.spec, tick.time, &d);
         } else {
-            cJSON *o = ms_decide_decision_json(&sc.spec, &sc.memory, tick.time, &d);
+            cJSON *o = ms_decision_to_json(&sc.spec, &sc.memory, tick.time, &d);
             line = o ? cJSON_PrintUnformatted(o) : NULL;
             cJSON_Delete(o);
         }
