@@ -461,9 +461,6 @@ typedef struct {
     char missing[MS_ERRBUF_SIZE]; /* why the first missing metric is missing, for status */
 } ms__item_t;
 
-/* Observe (time it, count it) one reconcile API call. */
-void ms__kube_observe(ms_controller_t *c, const char *operation, double started, ms_err_t err);
-
 /* The object as the cache holds it now (a deep copy, kept in it->obj);
  * NULL when it was deleted meanwhile. */
 const cJSON *ms__item_object(ms_controller_t *c, ms__item_t *it);
@@ -484,6 +481,10 @@ void ms__metrics_declare(ms_controller_t *c);
 void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name);
 /* Leader, queue, cache gauges and the clients' request counters. */
 void ms__metrics_refresh(ms_controller_t *c);
+/* Observe (time it, count it) one API call of a sync or the status writer:
+ * operation ("get_scale", "update_scale", "patch_status"), started on the
+ * monotonic clock, and its result. */
+void ms__kube_observe(ms_controller_t *c, const char *operation, double started, ms_err_t err);
 
 /* The round thread (round.c). */
 void *ms__round_main(void *arg);

@@ -2,11 +2,12 @@
  * ctl_metrics.c - the controller's /metrics families, and the gauges and
  * client counters the main loop refreshes once a second. The per-sync
  * series (decisions, replicas, latencies) are updated by reconcile.c and
- * report.c as they happen.
+ * report.c as they happen, API calls through ms__kube_observe().
  */
 #include <string.h>
 
 #include "controller_internal.h"
+#include "meshscaler/clock.h"
 
 /* The per-object series the dashboard and the alerts read: what each metric
  * sees and asks, the guardrails' headroom, the conditions and the last reason
@@ -165,6 +166,15 @@ void ms__metrics_declare(ms_controller_t *c)
                                         "Queries not sent because the circuit breaker was open.",
                                         NULL, 0, NULL, 0);
     object_families(c);
+}
+
+void ms__kube_observe(ms_controller_t *c, const char *operation, double started, ms_err_t err)
+{
+    const char *code = err == MS_OK ? "ok" : ms_err_name(err) + 7; /* drop "MS_ERR_" */
+    const char *labels[] = {operation, code};
+
+    ms_metrics_observe(c->metrics, c->fam.kube_seconds, labels, ms_clock_monotonic() - started);
+    ms_metrics_add(c->metrics, c->fam.kube_requests, labels, 1);
 }
 
 static void add_stats(ms_kube_stats_t *sum, ms_kube_client_t *k)

@@ -26,15 +26,6 @@
 
 #define MAX_WRITE_ATTEMPTS 3
 
-void ms__kube_observe(ms_controller_t *c, const char *operation, double started, ms_err_t err)
-{
-    const char *code = err == MS_OK ? "ok" : ms_err_name(err) + 7; /* drop "MS_ERR_" */
-    const char *labels[] = {operation, code};
-
-    ms_metrics_observe(c->metrics, c->fam.kube_seconds, labels, ms_clock_monotonic() - started);
-    ms_metrics_add(c->metrics, c->fam.kube_requests, labels, 1);
-}
-
 static bool uses_pod_regex(const char *q) { return q != NULL && strstr(q, "{{podRegex}}") != NULL; }
 
 /* Pods are counted only when something needs them: a {{podRegex}} query, or
