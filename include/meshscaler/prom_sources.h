@@ -48,9 +48,11 @@ typedef struct {
  * template. Placeholders must sit inside string literals; each value is
  * escaped for the literal's quoting ("...", '...'; a `...` raw string cannot
  * hold a backquote), and {{namespace}}, {{name}} and {{kind}} are also
- * regex-escaped when the literal follows =~ or !~. A NULL variable expands to
- * "". On success *out is a new string the caller frees; on failure
- * MS_ERR_INVALID with a one-line reason and *out untouched. */
+ * regex-escaped when the literal follows =~ or !~. A NULL namespace, name
+ * or kind expands to ""; a NULL podRegex means the pods are not known, and a
+ * template that uses it is refused. On success *out is a new string the
+ * caller frees; on failure MS_ERR_INVALID with a one-line reason and *out
+ * untouched. */
 ms_err_t ms_prom_template_expand(const char *tmpl, const ms_prom_template_vars_t *vars, char **out,
                                  char *errbuf, size_t errlen);
 
@@ -117,7 +119,8 @@ typedef struct {
     const char *namespace_name; /* the MeshAutoscaler's (and its target's) namespace */
     const char *name;           /* scaleTargetRef.name */
     const char *kind;           /* scaleTargetRef.kind */
-    const char *pod_regex;      /* for {{podRegex}}; NULL: "" */
+    const char *pod_regex;      /* for {{podRegex}}; NULL: the pods are not known, and
+                                   every query using it is missing (MS_PROM_TEMPLATE) */
     const char *workload;       /* value of the workload label; NULL: name */
 } ms_prom_object_t;
 

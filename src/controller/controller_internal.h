@@ -508,6 +508,10 @@ bool ms__liveness_ok(double due_since, double progress, double now, double sync_
 /* Whether a sync needs the target's pods: a query uses {{podRegex}}, or a
  * metric target counts ready replicas (Utilization, Value). */
 bool ms__spec_needs_pods(const ms_spec_t *s);
+/* Whether a query of the spec uses {{podRegex}}. When the round could not
+ * count the pods it passes no regex, and the tick reports those queries
+ * missing (prom_sources.h), never zero. */
+bool ms__spec_uses_pod_regex(const ms_spec_t *s);
 
 /* Whether an apps/v1 kind is cached by a workload informer: its index in
  * c->workloads, or -1. */

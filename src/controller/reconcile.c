@@ -28,22 +28,26 @@
 
 static bool uses_pod_regex(const char *q) { return q != NULL && strstr(q, "{{podRegex}}") != NULL; }
 
+bool ms__spec_uses_pod_regex(const ms_spec_t *s)
+{
+    for (size_t i = 0; i < s->nmetrics; i++)
+        if (uses_pod_regex(s->metrics[i].query) || uses_pod_regex(s->saturation[i].admitted_query) ||
+            uses_pod_regex(s->saturation[i].rejected_query))
+            return true;
+    for (size_t i = 0; i < s->ndownstreams; i++)
+        if (uses_pod_regex(s->downstreams[i].usage_query) || uses_pod_regex(s->downstreams[i].limit_query))
+            return true;
+    return uses_pod_regex(s->retry_storm.retry_share_query);
+}
+
 /* Pods are counted only when something needs them: a {{podRegex}} query, or
  * a target that counts ready replicas (Utilization, Value). */
 bool ms__spec_needs_pods(const ms_spec_t *s)
 {
     for (size_t i = 0; i < s->nmetrics; i++)
-        if (uses_pod_regex(s->metrics[i].query) || s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE)
+        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE)
             return true;
-    for (size_t i = 0; i < s->ndownstreams; i++)
-        if (uses_pod_regex(s->downstreams[i].usage_query) ||
-            uses_pod_regex(s->downstreams[i].limit_query))
-            return true;
-    for (size_t i = 0; i < s->nmetrics; i++)
-        if (uses_pod_regex(s->saturation[i].admitted_query) ||
-            uses_pod_regex(s->saturation[i].rejected_query))
-            return true;
-    return uses_pod_regex(s->retry_storm.retry_share_query);
+    return ms__spec_uses_pod_regex(s);
 }
 
 /* ---- load: the object as its handler left it, its scale ---- */

@@ -306,20 +306,6 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
     e->stage = MS__ENTRY_OBSERVED;
 }
 
-static bool uses_pod_regex(const char *q) { return q != NULL && strstr(q, "{{podRegex}}") != NULL; }
-
-static bool spec_uses_pod_regex(const ms_spec_t *s)
-{
-    for (size_t i = 0; i < s->nmetrics; i++)
-        if (uses_pod_regex(s->metrics[i].query) || uses_pod_regex(s->saturation[i].admitted_query) ||
-            uses_pod_regex(s->saturation[i].rejected_query))
-            return true;
-    for (size_t i = 0; i < s->ndownstreams; i++)
-        if (uses_pod_regex(s->downstreams[i].usage_query) || uses_pod_regex(s->downstreams[i].limit_query))
-            return true;
-    return uses_pod_regex(s->retry_storm.retry_share_query);
-}
-
 /* The target's Ready pods, and their names when a query uses {{podRegex}},
  * counted again only when a pod of the namespace or the selector changed. */
 static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e, const char *ns)
@@ -330,7 +316,7 @@ static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e,
     if (!e->spec->needs_pods || o->selector == NULL || c->pod_index == NULL ||
         (!e->target.cached && (o->selector_text == NULL || o->selector_text[0] == '\0')))
         return;
-    want_regex = spec_uses_pod_regex(&e->spec->spec);
+    want_regex = ms__spec_uses_pod_regex(&e->spec->spec);
     gen = ms__pod_index_generation(c->pod_index, ns);
     if (gen == 0 || gen != o->pods_generation || (want_regex && o->pod_regex == NULL)) {
         free(o->pod_regex);
@@ -380,31 +366,6 @@ static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e)
 
 /* ---- observing ---- */
 
-/* A query that needed {{podRegex}} when the pods could not be counted would
- * match nothing of the target: missing, never zero. */
-static void drop_pod_queries(const ms__round_entry_t *e, ms_prom_object_obs_t *out)
-{
-    ms_observation_t *o = &out->obs;
-    const ms_spec_t *s = &e->spec->spec;
-
-    if (e->target.pods_ok)
-        return;
-    for (size_t i = 0; i < s->nmetrics; i++) {
-        if (uses_pod_regex(s->metrics[i].query)) {
-            o->metrics[i].present = false;
-            out->metrics[i] = (ms_prom_why_t){MS_PROM_TEMPLATE, "the target's pods could not be listed"};
-        }
-        if (uses_pod_regex(s->saturation[i].admitted_query) ||
-            uses_pod_regex(s->saturation[i].rejected_query))
-            o->saturation[i].admitted.present = o->saturation[i].rejected.present = false;
-    }
-    for (size_t i = 0; i < s->ndownstreams; i++)
-        if (uses_pod_regex(s->downstreams[i].usage_query) || uses_pod_regex(s->downstreams[i].limit_query))
-            o->downstreams[i].usage.present = false;
-    if (uses_pod_regex(s->retry_storm.retry_share_query))
-        o->retry_share.present = false;
-}
-
 static void missing_everywhere(ms_prom_object_obs_t *out, const char *why)
 {
     memset(out, 0, sizeof *out);
@@ -420,7 +381,6 @@ void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
         missing_everywhere(out, "the Prometheus tick did not run");
     else
         ms_prom_tick_observe(r->tick, r->objs, e->obj_index, out);
-    drop_pod_queries(e, out);
 }
 
 /* One Prometheus tick for every observed entry of the round; each worker

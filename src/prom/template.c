@@ -178,6 +178,13 @@ ms_err_t ms_prom_template_expand(const char *tmpl, const ms_prom_template_vars_t
                               (int)len, name, (int)len, name);
                 goto out;
             }
+            if (value == NULL && is_regex) {
+                /* The pods are not known: "" would match none of the
+                 * target's series, a zero where the truth is missing. */
+                err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                              "{{podRegex}} has no value: the target's pods are not known");
+                goto out;
+            }
             if (value == NULL)
                 value = "";
             if (regex_literal && !is_regex) {

@@ -61,8 +61,14 @@ static void test_string_escaping(void **state)
     expands_to(&evil, "x{n='{{name}}'}", "x{n='it\\'s'}");
     expands_to(&evil, "x{n=\"{{name}}\"}", "x{n=\"it's\"}");
     expands_to(&evil, "x{k=\"{{kind}}\"}", "x{k=\"K\\nind\"}");
-    /* A NULL variable is empty. */
-    expands_to(&evil, "x{p=~\"{{podRegex}}\"}", "x{p=~\"\"}");
+    /* A NULL namespace, name or kind is empty; a NULL podRegex means the
+     * pods are not known: refused, not "", which would match no pod. */
+    {
+        const ms_prom_template_vars_t none = {NULL, NULL, NULL, NULL};
+        expands_to(&none, "x{n=\"{{namespace}}\",a=\"{{name}}\",k=\"{{kind}}\"}", "x{n=\"\",a=\"\",k=\"\"}");
+        refused(&none, "x{p=~\"{{podRegex}}\"}", "the target's pods are not known");
+        expands_to(&none, "x{p=\"no placeholder\"}", "x{p=\"no placeholder\"}");
+    }
 }
 
 static void test_regex_context(void **state)

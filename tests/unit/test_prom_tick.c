@@ -594,6 +594,51 @@ static void test_user_query_outcomes(void **state)
     ms_spec_cleanup(&s);
 }
 
+/* Pods the controller could not count: no regex, and every query that uses
+ * {{podRegex}} is missing with the tick's own reason (never run as "",
+ * which would match no pod: a zero where the truth is missing); the others
+ * run as usual. */
+static void test_unknown_pods_leave_pod_queries_missing(void **state)
+{
+    ms_spec_t s;
+    fixture_t f = {0};
+    ms_prom_object_t objs[1];
+    (void)state;
+
+    ms_spec_init(&s);
+    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
+    s.metrics[0].query = strdup("sum(one_series{pod=~\"{{podRegex}}\"})");
+    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
+    s.metrics[1].query = strdup("sum(one_series{namespace=\"{{namespace}}\"})");
+    s.saturation[1].enabled = true;
+    s.saturation[1].admitted_query = strdup("one_series{pod=~\"{{podRegex}}\"}");
+    s.saturation[1].rejected_query = strdup("one_series{r=\"1\"}");
+    s.ndownstreams = 1;
+    snprintf(s.downstreams[0].name, sizeof s.downstreams[0].name, "edge");
+    s.downstreams[0].usage_query = strdup("sum(one_series{pod=~\"{{podRegex}}\"})");
+    s.downstreams[0].limit_query = strdup("sum(one_series{proxy=\"edge\"})");
+    s.retry_storm.enabled = true;
+    s.retry_storm.retry_share_query = strdup("sum(one_series{pod=~\"{{podRegex}}\"})");
+    objs[0] = object(&s, "shop", "web"); /* pod_regex NULL: not known */
+    run(&f, objs, 1, 0);
+    expect(&f.out[0], 0, MS_PROM_TEMPLATE, 0);
+    assert_non_null(strstr(f.out[0].metrics[0].detail, "pods are not known"));
+    assert_int_equal(f.out[0].metrics[1].reason, MS_PROM_OK);
+    assert_true(f.out[0].obs.metrics[1].present);
+    assert_false(f.out[0].obs.saturation[1].admitted.present);
+    assert_int_equal(f.out[0].saturation_admitted[1].reason, MS_PROM_TEMPLATE);
+    assert_true(f.out[0].obs.saturation[1].rejected.present);
+    assert_false(f.out[0].obs.downstreams[0].usage.present);
+    assert_int_equal(f.out[0].downstream_usage[0].reason, MS_PROM_TEMPLATE);
+    assert_true(f.out[0].obs.downstreams[0].limit.present);
+    assert_false(f.out[0].obs.retry_share.present);
+    assert_int_equal(f.out[0].retry_share.reason, MS_PROM_TEMPLATE);
+    for (size_t i = 0; i < f.runner.nasked; i++)
+        assert_null(strstr(f.runner.asked[i], "pod=~"));
+    done(&f);
+    ms_spec_cleanup(&s);
+}
+
 static void test_failed_batch_leaves_everything_missing(void **state)
 {
     ms_spec_t s;
@@ -698,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_every_slot_at_once),
         cmocka_unit_test(test_user_queries_deduplicated),
         cmocka_unit_test(test_user_query_outcomes),
+        cmocka_unit_test(test_unknown_pods_leave_pod_queries_missing),
         cmocka_unit_test(test_failed_batch_leaves_everything_missing),
         cmocka_unit_test(test_failed_preset_query_names_its_cause),
         cmocka_unit_test(test_many_namespaces_drop_the_filter),
