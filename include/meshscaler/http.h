@@ -1,16 +1,27 @@
 /*
  * http.h - the HTTP layer both clients stand on (Kubernetes API, Prometheus):
- * libcurl with one shared connection pool, TLS from files or in-memory PEM,
+ * libcurl with reusable connections, TLS from files or in-memory PEM,
  * per-request timeouts, capped response bodies, streaming for watches, and
  * batches of concurrent requests through libcurl's multi interface.
  *
  * Ownership: ms_http_client_new() copies every option string; the client owns
- * its curl share and must outlive every request made with it. A request only
- * borrows its strings for the duration of the call; a response owns its body.
+ * its curl share and its idle handles and must outlive every request made
+ * with it. A request only borrows its strings for the duration of the call;
+ * a response owns its body.
  *
- * Threads: a client may be used from several threads at once (the shared
- * pool is locked); a batch belongs to one thread. Call ms_http_global_init()
- * once, before threads start.
+ * Threads, the one rule: a client may be used by any number of threads at
+ * once, and one client is enough for a whole process. A connection belongs
+ * to one transfer at a time and is never shared between threads (libcurl
+ * cannot share live connections between concurrent threads). What the
+ * threads share is the client's curl share (DNS answers and TLS sessions,
+ * under its locks) and its pool of idle easy handles: ms_http_do() takes an
+ * idle handle (or makes one), runs the transfer on the calling thread, and
+ * gives the handle back with its connection still open, so the next request
+ * of any thread reuses that connection. Hence N requests at once use N
+ * connections, and after a burst up to 32 idle ones stay open. A batch
+ * belongs to one thread: its transfers share their own multi handle's
+ * connections (HTTP/2 streams multiplexed on one), not the pool. Call
+ * ms_http_global_init() once, before threads start.
  */
 #ifndef MESHSCALER_HTTP_H
 #define MESHSCALER_HTTP_H

@@ -1,11 +1,12 @@
 /*
  * http.c - libcurl underneath both API clients.
  *
- * One curl share per client pools connections, DNS answers and TLS sessions
- * across every request and thread (client-go's shared transport). Each
- * transfer gets a small context that owns what libcurl needs to outlive the
- * setup call (header list, error buffer, the connect-to override) and feeds
- * the body into a capped buffer or a streaming sink.
+ * Threads share a client as http.h says: DNS answers and TLS sessions
+ * through a curl share, connections only by handing idle easy handles (each
+ * with its open connection) from one request to the next. Each transfer gets
+ * a small context that owns what libcurl needs to outlive the setup call
+ * (header list, error buffer, the connect-to override) and feeds the body
+ * into a capped buffer or a streaming sink.
  */
 #include <pthread.h>
 #include <stdlib.h>
