@@ -304,7 +304,6 @@ static void set_blob(CURL *e, CURLoption opt, const char *data, size_t len)
     curl_easy_setopt(e, opt, &blob);
 }
 
-/* Prepare t->easy for t->req. On failure the caller frees the transfer. */
 /* An idle handle of this client, its options reset and its connections
  * kept, or a new one. */
 static CURL *handle_take(ms_http_client_t *c)
@@ -333,36 +332,25 @@ static void handle_give_back(ms_http_client_t *c, CURL *e)
         curl_easy_cleanup(e);
 }
 
-static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
+/* How to connect: protocols, HTTP/2, timeouts, TCP keepalive, proxy. */
+static void set_connection(ms_http_client_t *c, transfer_t *t, bool in_batch)
 {
-    const ms_http_request_t *r = t->req;
-    /* Batch transfers live in their multi handle's connection cache; single
-     * transfers borrow a handle that carries its connections across calls. */
-    CURL *e = in_batch ? curl_easy_init() : handle_take(c);
-    const char *method = r->method ? r->method : "GET";
-    ms_err_t err;
+    CURL *e = t->easy;
 
-    if (e == NULL)
-        return MS_ERR_NOMEM;
-    t->easy = e;
-    t->pool = in_batch ? NULL : c;
-    if (c->server_name != NULL && (err = apply_server_name(c, t)) != MS_OK)
-        return err;
-    curl_easy_setopt(e, CURLOPT_URL, t->url ? t->url : r->url);
+    curl_easy_setopt(e, CURLOPT_URL, t->url ? t->url : t->req->url);
     curl_easy_setopt(e, CURLOPT_SHARE, c->share);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     /* Within a batch (one multi handle) wait for a stream on an existing h2
-     * connection rather than open another. Never for ms_http_do: threads
-     * share connections only through the share, which cannot multiplex one
-     * connection across easy handles, so a waiting handle would wait for a
-     * connection another thread holds (for a whole watch), past its timeout. */
+     * connection rather than open another. Not for ms_http_do: its handle
+     * sees only its own connection (http.h), so there is no other transfer's
+     * connection to wait for. */
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, in_batch ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 0L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, t->req->timeout_ms > 0 ? t->req->timeout_ms : 0L);
     /* TCP keepalive on every connection. A peer that vanished without FIN
      * or RST (a node powered off, a NAT or firewall that forgot the flow) is
      * otherwise noticed only when we next send: an idle pooled connection
@@ -377,6 +365,19 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    if (t->connect_to)
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to);
+    if (c->proxy_url)
+        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url);
+}
+
+/* Where the response goes (body, headers), and the progress callback that
+ * cancels and enforces the idle timeout. */
+static void set_callbacks(transfer_t *t)
+{
+    const ms_http_request_t *r = t->req;
+    CURL *e = t->easy;
+
     if (r->idle_timeout_ms > 0) {
         /* on_progress() ends the transfer when no byte arrived for
          * idle_timeout_ms. libcurl's low-speed check (under 1 byte/s for
@@ -398,11 +399,12 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
         curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
     }
-    if (t->connect_to)
-        curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to);
-    if (c->proxy_url)
-        curl_easy_setopt(e, CURLOPT_PROXY, c->proxy_url);
+}
 
+/* The server's CA, the client's certificate and key (PEM bytes win over
+ * files), and verification. */
+static void set_tls(ms_http_client_t *c, CURL *e)
+{
     if (c->ca_pem)
         set_blob(e, CURLOPT_CAINFO_BLOB, c->ca_pem, c->ca_pem_len);
     else if (c->ca_file)
@@ -419,6 +421,14 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+}
+
+/* The method, the request's headers and its body. MS_ERR_NOMEM. */
+static ms_err_t set_request(transfer_t *t)
+{
+    const ms_http_request_t *r = t->req;
+    const char *method = r->method ? r->method : "GET";
+    CURL *e = t->easy;
 
     for (size_t i = 0; i < r->nheaders; i++) {
         struct curl_slist *h = curl_slist_append(t->headers, r->headers[i]);
@@ -443,6 +453,26 @@ static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
     else if (strcmp(method, "POST") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
     return MS_OK;
+}
+
+/* Prepare t->easy for t->req. On failure the caller frees the transfer. */
+static ms_err_t setup(ms_http_client_t *c, transfer_t *t, bool in_batch)
+{
+    /* Batch transfers live in their multi handle's connection cache; single
+     * transfers borrow a handle that carries its connection across calls. */
+    CURL *e = in_batch ? curl_easy_init() : handle_take(c);
+    ms_err_t err;
+
+    if (e == NULL)
+        return MS_ERR_NOMEM;
+    t->easy = e;
+    t->pool = in_batch ? NULL : c;
+    if (c->server_name != NULL && (err = apply_server_name(c, t)) != MS_OK)
+        return err;
+    set_connection(c, t, in_batch);
+    set_callbacks(t);
+    set_tls(c, e);
+    return set_request(t);
 }
 
 static void transfer_free(transfer_t *t)
