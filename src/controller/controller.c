@@ -181,17 +181,13 @@ static void *worker(void *arg)
 
 /* ---- lifecycle ---- */
 
-ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errbuf, size_t errlen)
+/* The configuration, its strings copied (cfg's are the caller's) and its
+ * defaults filled in. The Prometheus options are not kept: the Prometheus
+ * client keeps its own copy. */
+static void copy_config(ms_controller_t *c, const ms_controller_config_t *cfg)
 {
-    ms_controller_t *c = calloc(1, sizeof *c);
-    ms_kube_config_options_t ko = {0};
-    ms_kube_client_options_t co = {0};
     char host[256] = "", ident[320];
 
-    if (c == NULL) {
-        ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
     c->cfg = *cfg;
     c->s_kubeconfig = dup_or_null(cfg->kubeconfig);
     c->s_context = dup_or_null(cfg->context);
@@ -206,6 +202,8 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
         snprintf(ident, sizeof ident, "%s_%ld", host[0] ? host : "meshscaler", (long)getpid());
         c->s_identity = dup_or_null(ident);
     }
+    c->s_workload_label = dup_or_null(cfg->presets.workload_label);
+    c->s_rate_window = dup_or_null(cfg->presets.rate_window);
     c->cfg.kubeconfig = c->s_kubeconfig;
     c->cfg.context = c->s_context;
     c->cfg.namespace_ = c->s_namespace;
@@ -213,7 +211,9 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     c->cfg.identity = c->s_identity;
     c->cfg.metrics_addr = c->s_metrics;
     c->cfg.health_addr = c->s_health;
-    memset(&c->cfg.prom, 0, sizeof c->cfg.prom); /* the Prometheus client keeps its copy */
+    c->cfg.presets.workload_label = c->s_workload_label;
+    c->cfg.presets.rate_window = c->s_rate_window;
+    memset(&c->cfg.prom, 0, sizeof c->cfg.prom);
     if (c->cfg.sync_period <= 0)
         c->cfg.sync_period = 15;
     if (c->cfg.concurrent_syncs <= 0)
@@ -222,6 +222,13 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
         c->cfg.shutdown_timeout = 10;
     if (c->cfg.out == NULL)
         c->cfg.out = stdout;
+}
+
+/* The flags, locks and condition variable the threads meet on. */
+static void init_shared_state(ms_controller_t *c)
+{
+    pthread_condattr_t ca;
+
     atomic_init(&c->stopping, false);
     atomic_init(&c->ready, false);
     atomic_init(&c->alive, true);
@@ -231,39 +238,79 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     atomic_init(&c->due_since, 0);
     pthread_mutex_init(&c->out_lock, NULL);
     pthread_mutex_init(&c->round_lock, NULL);
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&c->round_cond, &ca);
-        pthread_condattr_destroy(&ca);
-    }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->round_cond, &ca);
+    pthread_condattr_destroy(&ca);
     ms__objects_init(&c->objects);
+}
+
+/* The Kubernetes clients (http.h says why one is enough for every thread):
+ * one for every request but the lease's, whose token bucket is what
+ * --kube-api-qps and --kube-api-burst say; and, when this process takes
+ * part in leader election, the elector's own, so a renewal never waits
+ * behind a burst of writes (kube-controller-manager's leader-election
+ * client likewise). */
+static ms_err_t new_kube_clients(ms_controller_t *c, char *errbuf, size_t errlen)
+{
+    ms_kube_config_options_t ko = {0};
+    ms_kube_client_options_t co = {0};
 
     ko.kubeconfig = c->s_kubeconfig;
     ko.context = c->s_context;
     if (ms_kube_config_load(&ko, &c->kcfg, errbuf, errlen) != MS_OK)
-        goto fail;
-    if (cfg->metrics_secure && (c->metrics_auth = ms__metrics_authorizer_new(
-                                    c->kcfg, cfg->metrics_cert_dir, errbuf, errlen)) == NULL)
-        goto fail;
-    /* One client for the informers, the workers and the events: one rate
-     * limiter, so --kube-api-qps means what it says. */
+        return MS_ERR_INVALID;
     /* The identity in the user agent tells replicas apart in the API
      * server's audit log even when they share a ServiceAccount. */
     snprintf(c->user_agent, sizeof c->user_agent, "meshscaler/%s (%s)", ms_version(), c->s_identity);
     co.user_agent = c->user_agent;
-    co.qps = cfg->kube_qps != 0 ? cfg->kube_qps : 300;
-    co.burst = cfg->kube_burst > 0 ? cfg->kube_burst : 600;
+    co.qps = c->cfg.kube_qps != 0 ? c->cfg.kube_qps : 300;
+    co.burst = c->cfg.kube_burst > 0 ? c->cfg.kube_burst : 600;
     co.cancel = &c->cancel;
     if ((c->kube = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
-        goto fail;
-    /* The elector's own: never retried past the renew deadline, which bounds
+        return MS_ERR_INVALID;
+    if (!c->cfg.leader_elect || c->cfg.dry_run)
+        return MS_OK;
+    /* The elector's: never retried past the renew deadline, which bounds
      * every request it makes; not cancelled at shutdown, so the release of
-     * the lease still goes out (within its own bound). */
+     * the lease still goes out (within its own bound). Its bucket has the
+     * same size and is never near empty: one renewal every 2 s. */
     co.max_retries = -1;
     co.cancel = NULL;
     if ((c->kube_lease = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
+        return MS_ERR_INVALID;
+    return MS_OK;
+}
+
+/* The Prometheus client, and the presets' options checked now (a bad
+ * workload label or rate window is refused here, not at the first round). */
+static ms_err_t new_prom(ms_controller_t *c, const ms_prom_options_t *prom, char *errbuf,
+                         size_t errlen)
+{
+    ms_prom_tick_t *probe;
+
+    if ((c->prom = ms_prom_client_new(prom, errbuf, errlen)) == NULL)
+        return MS_ERR_INVALID;
+    if ((probe = ms_prom_tick_new(&c->cfg.presets, errbuf, errlen)) == NULL)
+        return MS_ERR_INVALID;
+    ms_prom_tick_free(probe);
+    return MS_OK;
+}
+
+ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errbuf, size_t errlen)
+{
+    ms_controller_t *c = calloc(1, sizeof *c);
+
+    if (c == NULL) {
+        ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    copy_config(c, cfg);
+    init_shared_state(c);
+    if (new_kube_clients(c, errbuf, errlen) != MS_OK)
+        goto fail;
+    if (cfg->metrics_secure && (c->metrics_auth = ms__metrics_authorizer_new(
+                                    c->kcfg, cfg->metrics_cert_dir, errbuf, errlen)) == NULL)
         goto fail;
     c->workers = calloc((size_t)c->cfg.concurrent_syncs, sizeof *c->workers);
     if (c->workers == NULL) {
@@ -276,19 +323,8 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
                                     ? cfg->leader_election_namespace
                                     : ms_kube_client_namespace(c->kube));
     c->cfg.leader_election_namespace = c->s_lease_ns;
-    if ((c->prom = ms_prom_client_new(&cfg->prom, errbuf, errlen)) == NULL)
+    if (new_prom(c, &cfg->prom, errbuf, errlen) != MS_OK)
         goto fail;
-    c->s_workload_label = dup_or_null(cfg->presets.workload_label);
-    c->s_rate_window = dup_or_null(cfg->presets.rate_window);
-    c->cfg.presets.workload_label = c->s_workload_label;
-    c->cfg.presets.rate_window = c->s_rate_window;
-    {
-        /* Refuse a bad workload label or rate window now, not at the first round. */
-        ms_prom_tick_t *probe = ms_prom_tick_new(&c->cfg.presets, errbuf, errlen);
-        if (probe == NULL)
-            goto fail;
-        ms_prom_tick_free(probe);
-    }
     c->queue = ms_workqueue_new(NULL);
     c->pod_index = ms__pod_index_new();
     c->target_index = ms__target_index_new();
@@ -468,13 +504,11 @@ static void stop_round_thread(ms_controller_t *c)
     c->round_started = false;
 }
 
-ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *errbuf,
-                           size_t errlen)
+/* The HTTP server (/metrics, /healthz, /readyz) and, live, the writers the
+ * syncs hand their events and status patches to. */
+static ms_err_t start_server_and_writers(ms_controller_t *c, char *errbuf, size_t errlen)
 {
     ms_server_options_t so = {0};
-    ms_err_t err = MS_OK;
-    bool synced = false;
-    double last_gauges = 0, started = ms_clock_monotonic();
 
     so.metrics_addr = c->cfg.metrics_addr;
     so.health_addr = c->cfg.health_addr;
@@ -489,18 +523,16 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
     c->events = ms__event_queue_new(c->recorder, EVENT_QUEUE, may_send_event, c);
     if (!c->cfg.dry_run)
         c->status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
-    if ((err = start_informers(c, errbuf, errlen)) != MS_OK)
-        goto out;
-    if (c->cfg.leader_elect && c->cfg.dry_run)
-        MS_LOG_INFO("dry-run takes no lease: --leader-elect ignored");
-    if (c->cfg.leader_elect && !c->cfg.dry_run &&
-        (err = start_elector(c, errbuf, errlen)) != MS_OK)
-        goto out;
-    MS_LOG_INFO("controller started", MS_S("namespace", c->cfg.namespace_ ? c->cfg.namespace_ : "*"),
-                MS_D("sync_period", c->cfg.sync_period), MS_I("workers", c->cfg.concurrent_syncs),
-                MS_S("dry_run", c->cfg.dry_run ? "true" : "false"),
-                MS_I("metrics_port", ms_server_metrics_port(c->server)),
-                MS_I("health_port", ms_server_health_port(c->server)));
+    return MS_OK;
+}
+
+/* Until asked to stop: start the workers once every cache has synced, and
+ * refresh the gauges and the liveness verdict once a second. */
+static ms_err_t main_loop(ms_controller_t *c, const atomic_bool *stop, char *errbuf, size_t errlen)
+{
+    ms_err_t err;
+    bool synced = false;
+    double last_gauges = 0, started = ms_clock_monotonic();
 
     while (!should_stop(c, stop)) {
         double now = ms_clock_monotonic();
@@ -515,7 +547,7 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
                         MS_I("pods", (long long)ms_kube_informer_size(c->pods)),
                         MS_D("seconds", now - started));
             if ((err = start_workers(c, errbuf, errlen)) != MS_OK)
-                goto out;
+                return err;
             atomic_store(&c->progress, (uint_fast64_t)(now * 1000));
             atomic_store(&c->ready, true);
         }
@@ -531,7 +563,29 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
         }
     }
     MS_LOG_INFO("shutting down", MS_D("deadline_seconds", c->cfg.shutdown_timeout));
-out:
+    return MS_OK;
+}
+
+/* Stop every informer's watch at once (each notices within about a second),
+ * then free them. */
+static void stop_informers(ms_controller_t *c)
+{
+    ms_kube_informer_t **all[] = {&c->mas, &c->hpa, &c->workloads[0], &c->workloads[1],
+                                  &c->workloads[2], &c->pods};
+
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        ms_kube_informer_stop(*all[i]);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        ms_kube_informer_free(*all[i]);
+        *all[i] = NULL;
+    }
+}
+
+/* Shut down in order: no new round, in-flight syncs drained (cancelled past
+ * the deadline), queued statuses and events given a moment, then the lease,
+ * the watches and the server. */
+static void shut_down(ms_controller_t *c)
+{
     atomic_store(&c->ready, false);
     atomic_store(&c->stopping, true);
     /* No new round; a round in flight ends its queries now (prom_cancel). */
@@ -555,24 +609,33 @@ out:
     ms_kube_elector_free(c->elector);
     c->elector = NULL;
     atomic_store(&c->cancel, true); /* the informers' watches end now */
-    /* Every watch stops at once; each notices within about a second. */
-    ms_kube_informer_stop(c->mas);
-    ms_kube_informer_stop(c->hpa);
-    for (int i = 0; i < 3; i++)
-        ms_kube_informer_stop(c->workloads[i]);
-    ms_kube_informer_stop(c->pods);
-    ms_kube_informer_free(c->mas);
-    c->mas = NULL;
-    ms_kube_informer_free(c->hpa);
-    c->hpa = NULL;
-    for (int i = 0; i < 3; i++) {
-        ms_kube_informer_free(c->workloads[i]);
-        c->workloads[i] = NULL;
-    }
-    ms_kube_informer_free(c->pods);
-    c->pods = NULL;
+    stop_informers(c);
     ms_server_stop(c->server);
     c->server = NULL;
+}
+
+ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *errbuf,
+                           size_t errlen)
+{
+    ms_err_t err;
+
+    if ((err = start_server_and_writers(c, errbuf, errlen)) != MS_OK)
+        return err;
+    if ((err = start_informers(c, errbuf, errlen)) != MS_OK)
+        goto out;
+    if (c->cfg.leader_elect && c->cfg.dry_run)
+        MS_LOG_INFO("dry-run takes no lease: --leader-elect ignored");
+    if (c->cfg.leader_elect && !c->cfg.dry_run &&
+        (err = start_elector(c, errbuf, errlen)) != MS_OK)
+        goto out;
+    MS_LOG_INFO("controller started", MS_S("namespace", c->cfg.namespace_ ? c->cfg.namespace_ : "*"),
+                MS_D("sync_period", c->cfg.sync_period), MS_I("workers", c->cfg.concurrent_syncs),
+                MS_S("dry_run", c->cfg.dry_run ? "true" : "false"),
+                MS_I("metrics_port", ms_server_metrics_port(c->server)),
+                MS_I("health_port", ms_server_health_port(c->server)));
+    err = main_loop(c, stop, errbuf, errlen);
+out:
+    shut_down(c);
     if (err == MS_OK)
         MS_LOG_INFO("stopped");
     return err;

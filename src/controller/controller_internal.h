@@ -344,9 +344,10 @@ typedef struct {
 
 /* ---- the controller ---- */
 
-/* One worker thread. Workers share the controller's API client (http.h: a
- * client hands each concurrent request an easy handle of its own, so one
- * client and its rate limiter serve every worker). */
+/* One worker thread. Workers share the controller's one API client, as the
+ * informers, the status writers and the event queue do: a client is safe
+ * across threads, each request on a connection of its own (http.h), so one
+ * client and one token bucket serve them all. */
 typedef struct {
     ms_controller_t *c;
     pthread_t thread;
@@ -360,9 +361,9 @@ struct ms_controller {
 
     char user_agent[400];
     ms_kube_config_t *kcfg;
-    ms_kube_client_t *kube;        /* informers and workers: one rate limit, as --kube-api-qps says */
-    ms_kube_client_t *kube_lease;  /* the elector's: bounded, no retries (lease.h) */
-    ms_kube_client_t *kube_events; /* the event queue's */
+    ms_kube_client_t *kube;        /* every request but the lease's: informers, workers, status
+                                      writers, events; its bucket is --kube-api-qps/-burst */
+    ms_kube_client_t *kube_lease;  /* the elector's: bounded, no retries, its own bucket (lease.h) */
     ms__worker_t *workers;         /* cfg.concurrent_syncs of them */
     ms_prom_client_t *prom;        /* the round thread's only */
     ms_workqueue_t *queue;
