@@ -35,8 +35,8 @@ typedef struct {
     const char *kubeconfig;   /* NULL: $KUBECONFIG, in-cluster, ~/.kube/config */
     const char *context;      /* NULL: current-context */
     const char *namespace_;   /* NULL or "": every namespace */
-    double kube_qps;          /* 0: 200 */
-    int kube_burst;           /* 0: 400 */
+    double kube_qps;          /* 0: 300; one bucket for every request but the lease's */
+    int kube_burst;           /* 0: 600 */
     /* Prometheus: url and auth (copied); presets (workload label, window) */
     ms_prom_options_t prom;
     ms_prom_preset_options_t presets;
