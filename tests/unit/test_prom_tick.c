@@ -118,6 +118,13 @@ static void add_metric(ms_spec_t *s, ms_source_type_t src, ms_proxy_t proxy, ms_
     s->nmetrics++;
 }
 
+/* A Prometheus metric (Value 1) whose query is `query`. */
+static void add_query_metric(ms_spec_t *s, const char *query)
+{
+    add_metric(s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
+    s->metrics[s->nmetrics - 1].query = strdup(query);
+}
+
 static void spec_concurrency(ms_spec_t *s, ms_proxy_t proxy, double limit)
 {
     ms_spec_init(s);
@@ -562,14 +569,10 @@ static void test_user_query_outcomes(void **state)
     (void)state;
 
     ms_spec_init(&s);
-    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
-    s.metrics[0].query = strdup("many_series");
-    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
-    s.metrics[1].query = strdup("nan_please");
-    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
-    s.metrics[2].query = strdup("sum(bad");
-    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
-    s.metrics[3].query = strdup("one_series{x=\"{{nope}}\"}");
+    add_query_metric(&s, "many_series");
+    add_query_metric(&s, "nan_please");
+    add_query_metric(&s, "sum(bad");
+    add_query_metric(&s, "one_series{x=\"{{nope}}\"}");
     add_metric(&s, MS_SOURCE_SIDECAR_CONCURRENCY, MS_PROXY_HAPROXY, MS_TARGET_UTILIZATION, 70);
     s.saturation[4].enabled = true;
     s.saturation[4].admitted_query = strdup("one_series{a=\"{{podRegex}}\"}");
@@ -606,10 +609,8 @@ static void test_unknown_pods_leave_pod_queries_missing(void **state)
     (void)state;
 
     ms_spec_init(&s);
-    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
-    s.metrics[0].query = strdup("sum(one_series{pod=~\"{{podRegex}}\"})");
-    add_metric(&s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 1);
-    s.metrics[1].query = strdup("sum(one_series{namespace=\"{{namespace}}\"})");
+    add_query_metric(&s, "sum(one_series{pod=~\"{{podRegex}}\"})");
+    add_query_metric(&s, "sum(one_series{namespace=\"{{namespace}}\"})");
     s.saturation[1].enabled = true;
     s.saturation[1].admitted_query = strdup("one_series{pod=~\"{{podRegex}}\"}");
     s.saturation[1].rejected_query = strdup("one_series{r=\"1\"}");

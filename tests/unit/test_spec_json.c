@@ -325,18 +325,9 @@ static void test_quantity_strings_are_accepted(void **state)
 }
 
 /* ms_json_quantity alone: numbers, quantity strings, and its refusals. */
-static cJSON *json_value(const char *text)
-{
-    cJSON *v = cJSON_Parse(text);
-
-    if (v == NULL)
-        fail_msg("test input is not JSON: %s", text);
-    return v;
-}
-
 static void test_quantity_reads_numbers_and_strings(void **state)
 {
-    cJSON *num = json_value("120"), *str = json_value("\"1.5k\"");
+    cJSON *num = cJSON_Parse("120"), *str = cJSON_Parse("\"1.5k\"");
     ms_jpath_t p;
     char errbuf[MS_ERRBUF_SIZE];
     double out = 0;
@@ -353,7 +344,7 @@ static void test_quantity_reads_numbers_and_strings(void **state)
 
 static void test_quantity_failures(void **state)
 {
-    cJSON *bad = json_value("\"1.5Q\""), *flag = json_value("false");
+    cJSON *bad = cJSON_Parse("\"1.5Q\""), *flag = cJSON_Parse("false");
     ms_jpath_t p;
     char errbuf[MS_ERRBUF_SIZE];
     double out = 7;
