@@ -87,7 +87,6 @@ HPA_SYNC_S=15         # kube-controller-manager's --horizontal-pod-autoscaler-sy
 BASE_RATE=40          # 0.4x what the starting replicas admit
 PEAK_RATE=350         # 3.5x
 RAMP_S=2
-POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
 # The acceptance's bound for recovery is 2 minutes of a 3-minute peak; --short keeps
 # the proportion: 40 s of a 60 s peak.
 if [ "$MODE" = short ]; then
@@ -95,7 +94,6 @@ if [ "$MODE" = short ]; then
 else
   BASE_S=30; HOLD_S=180; TAIL_S=30; RECOVER_BOUND_S=120; STARTUP_DELAY="${STARTUP_DELAY:-20}"
 fi
-DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
 PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
 REL=lab NS_SYS=lab-system
 # The arms: a key each (the load client's target is lab-load-KEY, its namespace lab-KEY).
@@ -121,6 +119,10 @@ elif [ "$SCENARIO" = retry-storm ]; then
   APP_CPU_REQUEST=20m
   # Up to 4 attempts per logical request: a peak of 350/s would offer 1,400 attempts
   # per second and arm, more than two shared cores serve (measured: metastable).
+  # RETRY_HOLD_MS=500 with RETRY_BASE_RATE=16 RETRY_PEAK_RATE=100 is the same storm
+  # with slower pods (20/s each), fewer attempts (e2e/lab/README.md has both runs).
+  HOLD_MS="${RETRY_HOLD_MS:-$HOLD_MS}"
+  BASE_RATE="${RETRY_BASE_RATE:-$BASE_RATE}"
   PEAK_RATE="${RETRY_PEAK_RATE:-150}"
   PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
 else
@@ -142,6 +144,8 @@ else
 fi
 AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the load client")$([ "$SCENARIO" = edge-flows ] && echo "; downstream guardrail on the balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit")"
 NS_A="lab-$ARM_A" NS_B="lab-$ARM_B"
+POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
+DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
 
 T_START=$SECONDS
 say() { printf '[lab] %s\n' "$*"; }

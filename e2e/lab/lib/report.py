@@ -409,7 +409,8 @@ def main():
                 rec = json.loads(line)
             except ValueError:
                 continue
-            if rec.get("msg") == "scaled" and rec.get("namespace", a["namespace"]) == a["namespace"]:
+            # The controller names an object "namespace/name".
+            if rec.get("msg") == "scaled" and rec.get("object", "").split("/")[0] == a["namespace"]:
                 scaled.append({"time": rec.get("ts"), "from": rec.get("from"), "to": rec.get("to"),
                                "reason": rec.get("reason")})
         # Attach each scale's explanation from its SuccessfulRescale event ("New size: N;
