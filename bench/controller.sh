@@ -222,8 +222,18 @@ diff_api() { join -j1 -a2 -e 0 -o 0,1.2,2.2 <(awk '{print $1"|"$2, $3}' "$1" | s
 api_count() { join -j1 -a2 -e 0 -o 0,1.2,2.2 <(awk '{print $1"|"$2, $3}' "$1" | sort) <(awk '{print $1"|"$2, $3}' "$2" | sort) |
   awk -v k="$3|$4" '$1 == k {d = $3 - $2} END {print d + 0}'; }
 
+# The deployment controller writes every new Deployment's status once (N writes):
+# the background window starts when a 5 s window has none.
+t0=$SECONDS
+api_metrics >"$work/api.0"
+for _ in $(seq 1 60); do
+  sleep 5
+  api_metrics >"$work/api.1"
+  [ "$(api_count "$work/api.0" "$work/api.1" PUT deployments/status)" = 0 ] && break
+  mv "$work/api.1" "$work/api.0"
+done
 say ""
-say "background (no controller), one 15 s window:"
+say "background (no controller; the Deployments' first status writes done $((SECONDS - t0)) s after the objects), one 15 s window:"
 api_metrics >"$work/api.0"
 bg_cpu0=$(cp_cpu)
 sleep 15
@@ -244,11 +254,14 @@ latency_samples() {
     i=$((first + j))
     [ "$i" -lt "$N" ] || break
     out=$(python3 - "$KUBECTL" "$KUBECONFIG" "bench-$((i / 100))" "w$i" "$i" "$work" "$N" "$LATENCY_TIMEOUT" <<'PY'
-import subprocess, sys, time, select
+import random, select, subprocess, sys, time
 kubectl, kubeconfig, ns, name, idx, work, n, timeout = sys.argv[1:9]
 w = subprocess.Popen([kubectl, "--kubeconfig", kubeconfig, "-n", ns, "get", "deployment", name, "--watch",
                       "-o", "jsonpath={.spec.replicas}{\"\\n\"}"], stdout=subprocess.PIPE, text=True)
 first = w.stdout.readline().strip()
+# A random phase against the 15 s sync grid: a sample taken right after the last one
+# scaled would start just after a sync and always wait a whole period.
+time.sleep(random.uniform(0, 15))
 with open(f"{work}/exp/overrides", "a") as f:
     f.write(f"{idx} 80\n")
 subprocess.run(["python3", f"{work}/series.py", n, f"{work}/exp"], check=True)
