@@ -18,7 +18,8 @@
 # metric-change-to-scale latency follow the windows: one Deployment's sessions go
 # from 50 to 80 in the exporter's file, and the time until its spec.replicas leaves 1
 # is measured with a watch (at most BENCH_LATENCY_TIMEOUT s, default 120).
-# BENCH_KCM_ARGS adds kube-controller-manager flags (e.g. --kube-api-qps=200).
+# BENCH_KCM_ARGS adds kube-controller-manager flags (e.g. --kube-api-qps=200);
+# BENCH_HPA_FIRST_PASS (default 300) bounds the wait for the HPAs' first pass.
 #
 # Per 15 s window (the controller's /metrics read once at each end, as a
 # Prometheus scraping every 15 s would): decisions; syncs later than their period (objects that
@@ -222,11 +223,12 @@ diff_api() { join -j1 -a2 -e 0 -o 0,1.2,2.2 <(awk '{print $1"|"$2, $3}' "$1" | s
 api_count() { join -j1 -a2 -e 0 -o 0,1.2,2.2 <(awk '{print $1"|"$2, $3}' "$1" | sort) <(awk '{print $1"|"$2, $3}' "$2" | sort) |
   awk -v k="$3|$4" '$1 == k {d = $3 - $2} END {print d + 0}'; }
 
-# The deployment controller writes every new Deployment's status once (N writes):
-# the background window starts when a 5 s window has none.
+# The deployment controller writes every new Deployment's status once (N writes, at
+# its 20 requests/s): the background window starts when a 5 s window has none, or
+# after BENCH_SETTLE seconds (default 300).
 t0=$SECONDS
 api_metrics >"$work/api.0"
-for _ in $(seq 1 60); do
+for _ in $(seq 1 $(( ${BENCH_SETTLE:-300} / 5 ))); do
   sleep 5
   api_metrics >"$work/api.1"
   [ "$(api_count "$work/api.0" "$work/api.1" PUT deployments/status)" = 0 ] && break
