@@ -19,7 +19,13 @@
 # from 50 to 80 in the exporter's file, and the time until its spec.replicas leaves 1
 # is measured with a watch (at most BENCH_LATENCY_TIMEOUT s, default 120).
 # BENCH_KCM_ARGS adds kube-controller-manager flags (e.g. --kube-api-qps=200);
-# BENCH_HPA_FIRST_PASS (default 300) bounds the wait for the HPAs' first pass.
+# BENCH_HPA_FIRST_PASS (default 300) bounds the wait for the HPAs' first pass. Put
+# hpa last in MODES: its HPAs stay, and would fight a meshscaler started after them.
+# Per hpa window: HPA syncs (its GETs of deployments/scale), status writes, external
+# metric requests (the adapter's own count: the API server does not count what its
+# front proxy forwards), adapter CPU and RSS, Prometheus queries, every client's API
+# requests and the control plane's CPU (kube-controller-manager's HPA controller is
+# its part above the background).
 #
 # Per 15 s window (the controller's /metrics read once at each end, as a
 # Prometheus scraping every 15 s would): decisions; syncs later than their period (objects that
