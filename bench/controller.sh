@@ -8,6 +8,25 @@
 #
 #   bench/controller.sh [N (1000)] [WINDOWS (4)] [MODES ("dry-run live")]
 #
+# MODES: dry-run and live run meshscaler; hpa runs the peer people use today on the
+# same Deployments: N autoscaling/v2 HPAs with an External metric served by
+# prometheus-adapter (e2e/local adapter: built from its Go module, a process on the
+# host registered through the aggregation layer) and kube-controller-manager's HPA
+# controller at the same 15 s sync period. Both compute the same thing: the sidecars'
+# sessions summed per Deployment against 50 per replica (AverageValue: desired =
+# ceil(sum / 50)). In live and hpa, BENCH_LATENCY (default 3) samples of
+# metric-change-to-scale latency follow the windows: one Deployment's sessions go
+# from 50 to 80 in the exporter's file, and the time until its spec.replicas leaves 1
+# is measured with a watch (at most BENCH_LATENCY_TIMEOUT s, default 120).
+# BENCH_KCM_ARGS adds kube-controller-manager flags (e.g. --kube-api-qps=200);
+# BENCH_HPA_FIRST_PASS (default 300) bounds the wait for the HPAs' first pass. Put
+# hpa last in MODES: its HPAs stay, and would fight a meshscaler started after them.
+# Per hpa window: HPA syncs (its GETs of deployments/scale), status writes, external
+# metric requests (the adapter's own count: the API server does not count what its
+# front proxy forwards), adapter CPU and RSS, Prometheus queries, every client's API
+# requests and the control plane's CPU (kube-controller-manager's HPA controller is
+# its part above the background).
+#
 # Per 15 s window (the controller's /metrics read once at each end, as a
 # Prometheus scraping every 15 s would): decisions; syncs later than their period (objects that
 # missed it); rounds and their wall time; controller CPU seconds and RSS; API
@@ -17,8 +36,10 @@
 # (Prometheus' own prometheus_engine_query_duration_seconds).
 #
 # The Deployments are paused (spec.paused: no ReplicaSet, no pod, so 10,000 of
-# them stay cheap for the control plane); every sidecar reports 50 of 100
-# sessions against a 50% target, so at rest nothing should change: 0 writes.
+# them stay cheap for the control plane), at 1 replica; every sidecar reports 50
+# of 100 sessions against a target of 50 per replica, so at rest nothing should
+# change: 0 writes. (No pod is ready, so a Utilization target could not scale up:
+# both systems multiply it by the ready pods.)
 # Builds Release into $MS_BENCH_BUILD (default build-bench). Its own state
 # dir; brings it down at the end.
 set -uo pipefail
@@ -31,6 +52,10 @@ build="${MS_BENCH_BUILD:-$root/build-bench}"
 export MESHSCALER_E2E_STATE="${BENCH_STATE:-/tmp/meshscaler-bench-controller}"
 LOCAL="$root/e2e/local"
 work="$(mktemp -d "${TMPDIR:-/tmp}/meshscaler-bench-ctl.XXXXXX")"
+LATENCY="${BENCH_LATENCY:-3}"
+LATENCY_TIMEOUT="${BENCH_LATENCY_TIMEOUT:-120}"
+# The HPA controller's sync period said out loud (15 s is also its default).
+export MESHSCALER_E2E_KCM_ARGS="--horizontal-pod-autoscaler-sync-period=15s ${BENCH_KCM_ARGS:-}"
 PIDS=()
 
 cleanup() {
@@ -41,6 +66,7 @@ cleanup() {
     return
   fi
   [ -z "${EXPORTER_PID:-}" ] || kill "$EXPORTER_PID" 2>/dev/null
+  [ -z "${WATCH_PID:-}" ] || kill "$WATCH_PID" 2>/dev/null
   wait 2>/dev/null
   "$LOCAL" down >/dev/null 2>&1
   rm -rf "$work"
@@ -88,7 +114,7 @@ kind: Deployment
 metadata: {{name: w{i}, namespace: {ns}}}
 spec:
   paused: true
-  replicas: 2
+  replicas: 1
   selector: {{matchLabels: {{app: w{i}}}}}
   template:
     metadata: {{labels: {{app: w{i}}}}}
@@ -105,17 +131,32 @@ spec:
   - name: sidecar
     type: SidecarConcurrency
     sidecarConcurrency: {{proxy: haproxy}}
-    target: {{type: Utilization, averageUtilization: 50}}
+    target: {{type: AverageValue, averageValue: "50"}}
 """)
-with open(f"{work}/exp/bench.prom", "w") as f:
-    out = ["# TYPE haproxy_server_current_sessions gauge"]
-    for i in range(n):
-        out.append(f'haproxy_server_current_sessions{{namespace="bench-{i // 100}",pod="w{i}-5d8f7c9b6-x2k4p",proxy="app",server="app"}} 50')
-    out.append("# TYPE haproxy_server_limit_sessions gauge")
-    for i in range(n):
-        out.append(f'haproxy_server_limit_sessions{{namespace="bench-{i // 100}",pod="w{i}-5d8f7c9b6-x2k4p",proxy="app",server="app"}} 100')
-    f.write("\n".join(out) + "\n")
 PY
+# The sidecars' series: sessions 50 of 100 each, or the value of $work/exp/overrides
+# ("INDEX SESSIONS" lines); `app` is the pod label a Prometheus labelmap would copy,
+# which prometheus-adapter's rule selects by (meshscaler derives the Deployment from
+# the pod name). Rewritten whole and renamed, so a scrape never reads half a file.
+cat >"$work/series.py" <<'PY'
+import os, sys
+n, d = int(sys.argv[1]), sys.argv[2]
+over = {}
+if os.path.exists(f"{d}/overrides"):
+    for line in open(f"{d}/overrides"):
+        i, v = line.split()
+        over[int(i)] = v
+def lab(i):
+    return f'namespace="bench-{i // 100}",pod="w{i}-5d8f7c9b6-x2k4p",app="w{i}",proxy="app",server="app"'
+out = ["# TYPE haproxy_server_current_sessions gauge"]
+out += [f"haproxy_server_current_sessions{{{lab(i)}}} {over.get(i, 50)}" for i in range(n)]
+out.append("# TYPE haproxy_server_limit_sessions gauge")
+out += [f"haproxy_server_limit_sessions{{{lab(i)}}} 100" for i in range(n)]
+with open(f"{d}/.bench.prom.tmp", "w") as f:
+    f.write("\n".join(out) + "\n")
+os.rename(f"{d}/.bench.prom.tmp", f"{d}/bench.prom")
+PY
+python3 "$work/series.py" "$N" "$work/exp"
 k apply -f "$work/ns.yaml" >/dev/null
 # Two kubectl at a time: the API server has the other core.
 ls "$work"/objects-*.yaml | xargs -P 2 -n 1 "$KUBECTL" --kubeconfig "$KUBECONFIG" create -f >/dev/null 2>"$work/create.err" ||
@@ -167,18 +208,88 @@ ctl_bucket() { # NAME LE: a histogram bucket's count in the last scrape
 }
 cpu_seconds() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
 rss_mib() { awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {printf "%.0f MiB (peak %.0f MiB)", r / 1024, h / 1024}' "/proc/$1/status"; }
+# The control plane's processes, by e2e/local's PID files; cp_cpu prints their CPU
+# seconds in this order.
+CP_NAMES="kube-apiserver kube-controller-manager etcd prometheus"
+cp_cpu() { local c; for c in $CP_NAMES; do printf '%s ' "$(cpu_seconds "$(cat "$MESHSCALER_E2E_STATE/pids/$c.pid")")"; done; }
+# cp_cpu_diff "BEFORE" "AFTER": "name seconds" for each, over the window.
+cp_cpu_diff() {
+  python3 - "$1" "$2" "$CP_NAMES" <<'PY'
+import sys
+a, b, names = sys.argv[1].split(), sys.argv[2].split(), sys.argv[3].split()
+print(", ".join(f"{n} {float(y) - float(x):.2f} s" for n, x, y in zip(names, a, b)))
+PY
+}
 
-# diff_api BEFORE AFTER: "verb resource delta" lines with a delta, biggest first.
-diff_api() { join -j1 <(awk '{print $1"|"$2, $3}' "$1" | sort) <(awk '{print $1"|"$2, $3}' "$2" | sort) |
+# diff_api BEFORE AFTER: "verb resource delta" lines with a delta, biggest first
+# (a key first seen in AFTER counts from 0).
+diff_api() { join -j1 -a2 -e 0 -o 0,1.2,2.2 <(awk '{print $1"|"$2, $3}' "$1" | sort) <(awk '{print $1"|"$2, $3}' "$2" | sort) |
   awk '{d = $3 - $2; if (d > 0) print d, $1}' | sort -rn | awk '{split($2, a, "|"); printf "%s %s %d; ", a[1], a[2], $1}'; }
+# api_count FILE-BEFORE FILE-AFTER VERB RESOURCE: one key's delta.
+api_count() { join -j1 -a2 -e 0 -o 0,1.2,2.2 <(awk '{print $1"|"$2, $3}' "$1" | sort) <(awk '{print $1"|"$2, $3}' "$2" | sort) |
+  awk -v k="$3|$4" '$1 == k {d = $3 - $2} END {print d + 0}'; }
 
-say ""
-say "background (no controller), one 15 s window:"
+# The deployment controller writes every new Deployment's status once (N writes, at
+# its 20 requests/s): the background window starts when a 5 s window has none, or
+# after BENCH_SETTLE seconds (default 300).
+t0=$SECONDS
 api_metrics >"$work/api.0"
+for _ in $(seq 1 $(( ${BENCH_SETTLE:-300} / 5 ))); do
+  sleep 5
+  api_metrics >"$work/api.1"
+  [ "$(api_count "$work/api.0" "$work/api.1" PUT deployments/status)" = 0 ] && break
+  mv "$work/api.1" "$work/api.0"
+done
+say ""
+say "background (no controller; the Deployments' first status writes done $((SECONDS - t0)) s after the objects), one 15 s window:"
+api_metrics >"$work/api.0"
+bg_cpu0=$(cp_cpu)
 sleep 15
+bg_cpu1=$(cp_cpu)
 api_metrics >"$work/api.1"
 say "  API requests: $(diff_api "$work/api.0" "$work/api.1")"
+say "  CPU: $(cp_cpu_diff "$bg_cpu0" "$bg_cpu1")"
 
+# latency_samples FIRST: BENCH_LATENCY samples on the Deployments FIRST, FIRST+1, ...:
+# each one's sessions go from 50 to 80 (asks ceil(80 / 50) = 2 replicas) and a watch
+# on the Deployment times the change of spec.replicas from the file's rename. The
+# exporter serves the file at the next scrape (every 5 s), so both systems see the
+# change through the same Prometheus.
+latency_samples() {
+  [ "$LATENCY" -gt 0 ] && [ -z "${BENCH_REUSE:-}" ] || return 0
+  local first="$1" i j out all=""
+  for j in $(seq 0 $((LATENCY - 1))); do
+    i=$((first + j))
+    [ "$i" -lt "$N" ] || break
+    out=$(python3 - "$KUBECTL" "$KUBECONFIG" "bench-$((i / 100))" "w$i" "$i" "$work" "$N" "$LATENCY_TIMEOUT" <<'PY'
+import random, select, subprocess, sys, time
+kubectl, kubeconfig, ns, name, idx, work, n, timeout = sys.argv[1:9]
+w = subprocess.Popen([kubectl, "--kubeconfig", kubeconfig, "-n", ns, "get", "deployment", name, "--watch",
+                      "-o", "jsonpath={.spec.replicas}{\"\\n\"}"], stdout=subprocess.PIPE, text=True)
+first = w.stdout.readline().strip()
+# A random phase against the 15 s sync grid: a sample taken right after the last one
+# scaled would start just after a sync and always wait a whole period.
+time.sleep(random.uniform(0, 15))
+with open(f"{work}/exp/overrides", "a") as f:
+    f.write(f"{idx} 80\n")
+subprocess.run(["python3", f"{work}/series.py", n, f"{work}/exp"], check=True)
+t0 = time.time()
+result = f"none in {timeout} s"
+while time.time() - t0 < float(timeout):
+    r, _, _ = select.select([w.stdout], [], [], 1.0)
+    if r:
+        line = w.stdout.readline().strip()
+        if line and line != first:
+            result = f"{time.time() - t0:.1f} s ({first} -> {line})"
+            break
+w.kill()
+print(result)
+PY
+)
+    all+="w$i: $out; "
+  done
+  say "  metric change to scale: $all"
+}
 run_mode() {
   local mode="$1" flags=() pid t_start synced_at w
   [[ "$mode" == dry-run ]] && flags=(--dry-run --output json)
@@ -213,7 +324,7 @@ run_mode() {
     say "  status writes queued at start drained $((SECONDS - t_drain)) s after that" \
       "($(ctl_metric meshscaler_status_writes_queued) still queued); measuring at rest"
   fi
-  local d0 l0 r0 rs0 q0 qs0 c0 a0 w0 late0 lc0
+  local d0 l0 r0 rs0 q0 qs0 c0 a0 w0 late0 lc0 cpc0 cpc1
   for w in $(seq 1 "$WINDOWS"); do
     ctl_scrape
     ctl_reasons >"$work/reasons.a"
@@ -224,6 +335,7 @@ run_mode() {
     w0=$(ctl_metric meshscaler_scales_total)
     read -r q0 qs0 < <(prom_query_stats)
     c0=$(cpu_seconds "$pid")
+    cpc0=$(cp_cpu)
     api_metrics >"$work/api.a"
     if [ -n "${BENCH_PERF:-}" ] && [ "$w" -eq 1 ]; then
       # A profile of one window (perf from Debian's linux-perf; figures then carry its cost).
@@ -241,6 +353,7 @@ run_mode() {
     w1=$(ctl_metric meshscaler_scales_total)
     read -r q1 qs1 < <(prom_query_stats)
     c1=$(cpu_seconds "$pid")
+    cpc1=$(cp_cpu)
     api_metrics >"$work/api.b"
     python3 - "$d0" "$d1" "$r0" "$r1" "$rs0" "$rs1" "$q0" "$q1" "$qs0" "$qs1" "$c0" "$c1" "$late0" "$late1" "$lc0" "$lc1" "$w0" "$w1" "$(rss_mib "$pid")" "$w" <<'PY'
 import sys
@@ -253,9 +366,115 @@ print(f"  15 s #{sys.argv[20]}: {d:.0f} decisions, {missed:.0f} synced later tha
 PY
     say "     decisions by reason: $(diff_api <(sed 's/^/r /' "$work/reasons.a") <(sed 's/^/r /' "$work/reasons.b") | sed 's/r //g')"
     say "     API requests (all clients): $(diff_api "$work/api.a" "$work/api.b")"
+    say "     control plane CPU: $(cp_cpu_diff "$cpc0" "$cpc1")"
   done
+  [[ "$mode" != live ]] || latency_samples 0
   kill -TERM "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
 }
 
-for mode in $MODES; do run_mode "$mode"; done
+
+
+# --- the peer: HPA + prometheus-adapter ------------------------------------------------------------
+# The adapter's one rule: the sidecars' sessions, summed over the series the HPA's
+# selector names in the HPA's namespace.
+adapter_config() {
+  cat <<'EOF'
+externalRules:
+- seriesQuery: 'haproxy_server_current_sessions{namespace!="",app!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+  name: {matches: "^haproxy_server_current_sessions$", as: "haproxy_server_current_sessions"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>})'
+EOF
+}
+# adapter_requests: the external metric requests the adapter has served (its own
+# apiserver_request_total; the API server does not count what it proxies there).
+adapter_requests() {
+  curl -sf --cacert "$MESHSCALER_E2E_STATE/pki/ca.crt" --cert "$MESHSCALER_E2E_STATE/pki/admin.crt" \
+    --key "$MESHSCALER_E2E_STATE/pki/admin.key" "https://127.0.0.1:$ADAPTER_PORT/metrics" |
+    awk '/^apiserver_request_total\{/ && /group="external.metrics.k8s.io"/ {s += $NF} END {print s + 0}'
+}
+
+run_hpa() {
+  local apid kpid t0 i c0 c1 q0 qs0 q1 qs1 cpc0 cpc1 pc0 pc1 w gets writes
+  adapter_config >"$work/adapter.yaml"
+  "$LOCAL" adapter start "$work/adapter.yaml" >"$work/adapter.out" 2>&1 || { cat "$work/adapter.out"; return 1; }
+  eval "$(grep '^ADAPTER_PORT=' "$work/adapter.out")"
+  apid=$(cat "$MESHSCALER_E2E_STATE/pids/prometheus-adapter.pid")
+  kpid=$(cat "$MESHSCALER_E2E_STATE/pids/kube-controller-manager.pid")
+  python3 - "$N" "$work" <<'PY'
+import sys
+n, work = int(sys.argv[1]), sys.argv[2]
+chunk = 500
+for start in range(0, n, chunk):
+    with open(f"{work}/hpa-{start // chunk:04d}.yaml", "w") as f:
+        for i in range(start, min(n, start + chunk)):
+            f.write(f"""---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: w{i}, namespace: bench-{i // 100}}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: w{i}}}
+  minReplicas: 1
+  maxReplicas: 10
+  metrics:
+  - type: External
+    external:
+      metric:
+        name: haproxy_server_current_sessions
+        selector: {{matchLabels: {{app: w{i}}}}}
+      target: {{type: AverageValue, averageValue: "50"}}
+""")
+PY
+  say ""
+  say "hpa, $N objects: prometheus-adapter $(grep -o 'prometheus-adapter on .*' "$work/adapter.out" | head -1), external metric of w0: $(k get --raw "/apis/external.metrics.k8s.io/v1beta1/namespaces/bench-0/haproxy_server_current_sessions?labelSelector=app%3Dw0" 2>&1 | grep -o '"value":"[^"]*"')"
+  # The first pass: every HPA's first sync writes its status (conditions, current
+  # metrics); counted from the API server's own counter, which is cheap to read
+  # (listing 10,000 HPAs every few seconds is not).
+  api_metrics >"$work/api.h0"
+  t0=$(date +%s.%N)
+  ls "$work"/hpa-*.yaml | xargs -P 2 -n 1 "$KUBECTL" --kubeconfig "$KUBECONFIG" create -f >/dev/null 2>"$work/hpa.err" ||
+    { tail -n 5 "$work/hpa.err"; say "creating the HPAs failed"; return 1; }
+  say "  $N HPAs created in $(python3 -c "import time; print('%.1f' % (time.time() - $t0))") s"
+  local limit=$((SECONDS + ${BENCH_HPA_FIRST_PASS:-300})) done=0
+  while [ $SECONDS -lt $limit ]; do
+    api_metrics >"$work/api.h1"
+    done=$(api_count "$work/api.h0" "$work/api.h1" PUT horizontalpodautoscalers/status)
+    [ "$done" -ge "$N" ] && break
+    sleep 5
+  done
+  say "  first pass: $done of $N HPAs had their first status written $(python3 -c "import time; print('%.1f' % (time.time() - $t0))") s after the first was created"
+  for w in $(seq 1 "$WINDOWS"); do
+    read -r q0 qs0 < <(prom_query_stats)
+    c0=$(cpu_seconds "$apid"); cpc0=$(cp_cpu); pc0=$(adapter_requests)
+    api_metrics >"$work/api.a"
+    sleep 15
+    read -r q1 qs1 < <(prom_query_stats)
+    c1=$(cpu_seconds "$apid"); cpc1=$(cp_cpu); pc1=$(adapter_requests)
+    api_metrics >"$work/api.b"
+    gets=$(api_count "$work/api.a" "$work/api.b" GET deployments/scale)
+    writes=$(api_count "$work/api.a" "$work/api.b" PUT horizontalpodautoscalers/status)
+    python3 - "$w" "$gets" "$writes" "$c0" "$c1" "$q0" "$q1" "$qs0" "$qs1" "$pc0" "$pc1" "$(rss_mib "$apid")" <<'PY'
+import sys
+w, gets, writes = sys.argv[1:4]
+c0, c1, q0, q1, qs0, qs1, pc0, pc1 = map(float, sys.argv[4:12])
+print(f"  15 s #{w}: {gets} HPA syncs (GETs of deployments/scale), {writes} HPA status writes, "
+      f"external metric requests served by the adapter {pc1 - pc0:.0f}, adapter CPU {c1 - c0:.2f} s, RSS {sys.argv[12]}, "
+      f"Prometheus queries {q1 - q0:.0f} ({qs1 - qs0:.2f} s)")
+PY
+    say "     API requests (all clients): $(diff_api "$work/api.a" "$work/api.b")"
+    say "     control plane CPU: $(cp_cpu_diff "$cpc0" "$cpc1") (kube-controller-manager's background: see above)"
+  done
+  latency_samples "$LATENCY"
+  k delete hpa --all -A --wait=false >/dev/null 2>&1
+  "$LOCAL" adapter stop >/dev/null 2>&1
+}
+
+for mode in $MODES; do
+  case "$mode" in
+    hpa) run_hpa ;;
+    *) run_mode "$mode" ;;
+  esac
+done

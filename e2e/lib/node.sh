@@ -117,12 +117,6 @@ extendedKeyUsage=serverAuth
 subjectAltName=IP:$NODE_IP,DNS:$NODE_NAME"
   # The API server's client certificate towards kubelets.
   new_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
-  # Aggregation (NODE.md item 6): a CA of its own, so that no ordinary client
-  # certificate can pose as the front proxy.
-  openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
-    -keyout "$pki/front-proxy-ca.key" -out "$pki/front-proxy-ca.crt" -days 7 -subj "/CN=meshscaler-e2e-front-proxy-ca" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-  CERT_CA=front-proxy-ca new_cert front-proxy-client "/CN=front-proxy-client" "$client"
   chmod 600 "$pki"/*.key
 }
 
@@ -136,13 +130,6 @@ node_apiserver_flags() {
     "--kubelet-client-certificate=$pki/apiserver-kubelet-client.crt" \
     "--kubelet-client-key=$pki/apiserver-kubelet-client.key" \
     "--kubelet-certificate-authority=$pki/ca.crt" \
-    "--requestheader-client-ca-file=$pki/front-proxy-ca.crt" \
-    "--requestheader-allowed-names=front-proxy-client" \
-    "--requestheader-username-headers=X-Remote-User" \
-    "--requestheader-group-headers=X-Remote-Group" \
-    "--requestheader-extra-headers-prefix=X-Remote-Extra-" \
-    "--proxy-client-cert-file=$pki/front-proxy-client.crt" \
-    "--proxy-client-key-file=$pki/front-proxy-client.key" \
     "--enable-aggregator-routing=true"
 }
 
