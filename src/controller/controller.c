@@ -20,6 +20,7 @@
 #include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/version.h"
+#include "meshscaler/xalloc.h"
 
 /* /healthz fails when keys have been due and nothing progressed for this many
  * sync periods, and at least LIVENESS_FLOOR seconds (a slow round under a
@@ -35,19 +36,7 @@
  * much, or the write waits for the next renewal. */
 #define WRITE_MIN_VALIDITY 0.5
 
-static char *dup_or_null(const char *s)
-{
-    char *d;
-
-    if (s == NULL)
-        return NULL;
-    d = strdup(s);
-    if (d == NULL) {
-        MS_LOG_ERROR("out of memory", MS_S("what", "controller options"));
-        abort();
-    }
-    return d;
-}
+static char *dup_or_null(const char *s) { return ms_xstrdup_opt(s); }
 
 bool ms__controller_may_act(ms_controller_t *c)
 {
