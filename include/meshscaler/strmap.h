@@ -1,35 +1,47 @@
 /*
  * strmap.h - a string-keyed hash map of pointers (open addressing with
  * linear probing, FNV-1a, deletion by backward shift, so lookups stay short
- * after many deletes). The one map of the project: caches, indexes and
- * tables keyed by "namespace/name" use it.
+ * after many deletes). The one map of the project: the informer's cache,
+ * the work queue's keys, the metrics' series index, the Prometheus tick's
+ * indexes and the controller's tables use it.
  *
- * Ownership: the map owns copies of its keys, never the values: a caller
- * that stores allocated values frees them (ms_strmap_next walks them)
- * before ms_strmap_cleanup. Not thread-safe: the owner locks.
+ * Ownership: the map never owns the values: a caller that stores allocated
+ * values frees them (ms_strmap_next walks them) before ms_strmap_cleanup.
+ * Keys: a map from ms_strmap_init owns copies of its keys; a map from
+ * ms_strmap_init_borrowed stores the caller's key pointers, for values that
+ * carry their key already (an informer entry, a queue entry, a series):
+ * such a key must stay valid and unchanged until it is deleted or put again.
+ * Allocation failure aborts (xalloc.h). Not thread-safe: the owner locks.
  */
 #ifndef MESHSCALER_STRMAP_H
 #define MESHSCALER_STRMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     char **keys;  /* NULL: an empty slot */
     void **vals;
     size_t cap;   /* a power of two, or 0 */
     size_t n;
+    bool borrowed; /* keys are the caller's, not copies */
 } ms_strmap_t;
 
+/* An empty map that copies its keys; allocates nothing until the first put. */
 void ms_strmap_init(ms_strmap_t *m);
-/* Free the keys and the table (not the values). */
+/* An empty map that borrows its keys (see above). */
+void ms_strmap_init_borrowed(ms_strmap_t *m);
+/* Free the table and the key copies (not borrowed keys, not the values);
+ * the map is empty afterwards, in the same key mode. */
 void ms_strmap_cleanup(ms_strmap_t *m);
 
 /* The value under key (its first len bytes), or NULL. */
 void *ms_strmap_getn(const ms_strmap_t *m, const char *key, size_t len);
 void *ms_strmap_get(const ms_strmap_t *m, const char *key);
 /* Store val (not NULL) under key; returns the value it replaced, or NULL.
- * Aborts on allocation failure. */
+ * A borrowing map then holds this key pointer, not the one it replaced.
+ * Replacing a present key never moves the others. */
 void *ms_strmap_put(ms_strmap_t *m, const char *key, void *val);
 /* Remove key; returns its value, or NULL when absent. */
 void *ms_strmap_del(ms_strmap_t *m, const char *key);
@@ -39,5 +51,10 @@ size_t ms_strmap_size(const ms_strmap_t *m);
  * and returns true, false at the end. The map must not change meanwhile
  * (except ms_strmap_put of a key already present). */
 bool ms_strmap_next(const ms_strmap_t *m, size_t *pos, const char **key, void **val);
+
+/* The map's hash of key's first len bytes (64-bit FNV-1a); a key's first
+ * probe is the slot its low bits name. Tests use it to place a key in a
+ * given slot. */
+uint64_t ms_strmap_hash(const char *key, size_t len);
 
 #endif

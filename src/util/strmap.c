@@ -8,7 +8,7 @@
 #include "meshscaler/strmap.h"
 #include "meshscaler/xalloc.h"
 
-static uint64_t hash(const char *s, size_t len)
+uint64_t ms_strmap_hash(const char *s, size_t len)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
 
@@ -17,15 +17,29 @@ static uint64_t hash(const char *s, size_t len)
     return h;
 }
 
+static size_t home(const ms_strmap_t *m, const char *key, size_t len)
+{
+    return (size_t)ms_strmap_hash(key, len) & (m->cap - 1);
+}
+
 void ms_strmap_init(ms_strmap_t *m) { memset(m, 0, sizeof *m); }
+
+void ms_strmap_init_borrowed(ms_strmap_t *m)
+{
+    ms_strmap_init(m);
+    m->borrowed = true;
+}
 
 void ms_strmap_cleanup(ms_strmap_t *m)
 {
-    for (size_t i = 0; i < m->cap; i++)
+    bool borrowed = m->borrowed;
+
+    for (size_t i = 0; i < m->cap && !borrowed; i++)
         free(m->keys[i]);
     free(m->keys);
     free(m->vals);
     memset(m, 0, sizeof *m);
+    m->borrowed = borrowed;
 }
 
 static bool same(const char *stored, const char *key, size_t len)
@@ -36,7 +50,7 @@ static bool same(const char *stored, const char *key, size_t len)
 /* The slot holding key, or the empty slot where it would go. cap > 0. */
 static size_t find(const ms_strmap_t *m, const char *key, size_t len)
 {
-    size_t i = (size_t)hash(key, len) & (m->cap - 1);
+    size_t i = home(m, key, len);
 
     while (m->keys[i] != NULL && !same(m->keys[i], key, len))
         i = (i + 1) & (m->cap - 1);
@@ -59,6 +73,7 @@ static void grow(ms_strmap_t *m)
 {
     ms_strmap_t bigger = {0};
 
+    bigger.borrowed = m->borrowed;
     bigger.cap = m->cap ? m->cap * 2 : 16;
     bigger.keys = ms_xcalloc(bigger.cap, sizeof *bigger.keys);
     bigger.vals = ms_xcalloc(bigger.cap, sizeof *bigger.vals);
@@ -80,15 +95,17 @@ void *ms_strmap_put(ms_strmap_t *m, const char *key, void *val)
     size_t len = strlen(key), i;
     void *old;
 
+    if (m->cap > 0 && m->keys[i = find(m, key, len)] != NULL) {
+        old = m->vals[i];
+        m->vals[i] = val;
+        if (m->borrowed)
+            m->keys[i] = (char *)key;
+        return old;
+    }
     if ((m->n + 1) * 2 > m->cap)
         grow(m);
     i = find(m, key, len);
-    if (m->keys[i] != NULL) {
-        old = m->vals[i];
-        m->vals[i] = val;
-        return old;
-    }
-    m->keys[i] = ms_xstrndup(key, len);
+    m->keys[i] = m->borrowed ? (char *)key : ms_xstrndup(key, len);
     m->vals[i] = val;
     m->n++;
     return NULL;
@@ -105,14 +122,15 @@ void *ms_strmap_del(ms_strmap_t *m, const char *key)
     if (m->keys[i] == NULL)
         return NULL;
     val = m->vals[i];
-    free(m->keys[i]);
+    if (!m->borrowed)
+        free(m->keys[i]);
     m->keys[i] = NULL;
     m->n--;
     /* Backward shift: move later members of the probe run into the hole when
      * their home slot is not between the hole and where they sit. */
     for (j = (i + 1) & (m->cap - 1); m->keys[j] != NULL; j = (j + 1) & (m->cap - 1)) {
-        size_t home = (size_t)hash(m->keys[j], strlen(m->keys[j])) & (m->cap - 1);
-        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        size_t h = home(m, m->keys[j], strlen(m->keys[j]));
+        bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
         if (stays)
             continue;
         m->keys[i] = m->keys[j];
