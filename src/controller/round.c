@@ -136,10 +136,7 @@ typedef struct {
 
 static void add_due(due_t *d, const char *key)
 {
-    if (d->n == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 256;
-        d->keys = ms_xrealloc(d->keys, d->cap * sizeof *d->keys);
-    }
+    d->keys = ms_xgrow(d->keys, &d->cap, d->n + 1, sizeof *d->keys);
     snprintf(d->keys[d->n++], MS__KEY_MAX, "%s", key);
 }
 
