@@ -8,15 +8,14 @@
  * (its heap index) and its failure count. An entry with no state left is
  * freed, so the table holds only live keys.
  */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "meshscaler/clock.h"
 #include "meshscaler/strmap.h"
 #include "meshscaler/workqueue.h"
 #include "meshscaler/xalloc.h"
@@ -54,30 +53,11 @@ struct ms_workqueue {
 
 static double real_monotonic(void *ctx)
 {
-    struct timespec ts;
-
     (void)ctx;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return ms_clock_monotonic();
 }
 
 static double now(const ms_workqueue_t *q) { return q->clock(q->clock_ctx); }
-
-/* The CLOCK_MONOTONIC instant `seconds` (0 .. 1 day) from now, for timed waits. */
-static void real_deadline(double seconds, struct timespec *ts)
-{
-    if (!(seconds > 0))
-        seconds = 0;
-    if (seconds > 86400)
-        seconds = 86400;
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += (time_t)seconds;
-    ts->tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
 
 /* ---- the key table ---- */
 
@@ -251,7 +231,6 @@ static void add_after_locked(ms_workqueue_t *q, const char *key, double delay)
 ms_workqueue_t *ms_workqueue_new(const ms_workqueue_options_t *opts)
 {
     ms_workqueue_t *q = ms_xcalloc(1, sizeof *q);
-    pthread_condattr_t attr;
 
     q->clock = opts && opts->clock ? opts->clock : real_monotonic;
     q->clock_ctx = opts ? opts->clock_ctx : NULL;
@@ -259,10 +238,7 @@ ms_workqueue_t *ms_workqueue_new(const ms_workqueue_options_t *opts)
     q->max_delay = opts && opts->max_delay > 0 ? opts->max_delay : DEFAULT_MAX_DELAY;
     ms_strmap_init_borrowed(&q->keys);
     pthread_mutex_init(&q->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    ms_clock_cond_init(&q->cond);
     return q;
 }
 
@@ -347,7 +323,6 @@ unsigned ms_workqueue_num_requeues(ms_workqueue_t *q, const char *key)
  * same number of seconds. */
 static void wait_locked(ms_workqueue_t *q)
 {
-    struct timespec ts;
     double wait;
 
     if (q->heap_len == 0) {
@@ -357,8 +332,8 @@ static void wait_locked(ms_workqueue_t *q)
     wait = q->heap[0]->deadline - now(q);
     if (wait <= 0)
         return;
-    real_deadline(wait, &ts); /* re-checks at least daily */
-    pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+    /* re-checks at least daily */
+    ms_clock_cond_wait_until(&q->cond, &q->lock, ms_clock_monotonic() + wait);
 }
 
 static bool get_locked(ms_workqueue_t *q, bool block, char **key)
@@ -486,14 +461,14 @@ void ms_workqueue_shutdown(ms_workqueue_t *q)
 
 bool ms_workqueue_shutdown_with_drain(ms_workqueue_t *q, double timeout_seconds)
 {
-    struct timespec deadline;
+    double deadline;
     bool drained;
 
     ms_workqueue_shutdown(q);
-    real_deadline(timeout_seconds, &deadline);
+    deadline = ms_clock_monotonic() + (timeout_seconds > 86400 ? 86400 : timeout_seconds);
     pthread_mutex_lock(&q->lock);
     while (q->nprocessing > 0)
-        if (pthread_cond_timedwait(&q->cond, &q->lock, &deadline) == ETIMEDOUT)
+        if (!ms_clock_cond_wait_until(&q->cond, &q->lock, deadline))
             break;
     drained = q->nprocessing == 0;
     pthread_mutex_unlock(&q->lock);

@@ -613,7 +613,7 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
     atomic_init(&inf->reparse_logged, false);
     pthread_rwlock_init(&inf->lock, NULL);
     pthread_mutex_init(&inf->sync_lock, NULL);
-    pthread_cond_init(&inf->sync_cond, NULL);
+    ms_clock_cond_init(&inf->sync_cond);
     ms_strmap_init_borrowed(&inf->cache);
     return inf;
 }
@@ -628,19 +628,12 @@ ms_err_t ms_kube_informer_start(ms_kube_informer_t *inf)
 
 bool ms_kube_informer_wait_synced(ms_kube_informer_t *inf, double timeout_seconds)
 {
-    struct timespec ts;
+    double deadline = ms_clock_monotonic() + timeout_seconds;
     bool synced;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)timeout_seconds;
-    ts.tv_nsec += (long)((timeout_seconds - (double)(time_t)timeout_seconds) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&inf->sync_lock);
     while (!inf->synced)
-        if (pthread_cond_timedwait(&inf->sync_cond, &inf->sync_lock, &ts) != 0)
+        if (!ms_clock_cond_wait_until(&inf->sync_cond, &inf->sync_lock, deadline))
             break;
     synced = inf->synced;
     pthread_mutex_unlock(&inf->sync_lock);
