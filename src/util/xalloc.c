@@ -75,7 +75,7 @@ char *ms_xasprintf(const char *fmt, ...)
     va_start(ap, fmt);
     n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0) {
+    if (n < 0) { /* not memory: a format of ours that cannot print is a bug */
         MS_LOG_ERROR("cannot format a string", MS_S("format", fmt));
         abort();
     }
