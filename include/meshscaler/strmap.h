@@ -7,11 +7,12 @@
  *
  * Ownership: the map never owns the values: a caller that stores allocated
  * values frees them (ms_strmap_next walks them) before ms_strmap_cleanup.
- * Keys: a map from ms_strmap_init owns copies of its keys; a map from
- * ms_strmap_init_borrowed stores the caller's key pointers, for values that
- * carry their key already (an informer entry, a queue entry, a series):
- * such a key must stay valid and unchanged until it is deleted or put again.
- * Allocation failure aborts (xalloc.h). Not thread-safe: the owner locks.
+ * Keys: a map from ms_strmap_init owns copies of its keys. A map from
+ * ms_strmap_init_intrusive stores no keys: its values carry them (an
+ * informer entry, a queue entry, a metric series) and key_of reads them, so
+ * each value's key must stay the same while it is in the map; put's key is
+ * then the value's own. Allocation failure aborts (xalloc.h). Not
+ * thread-safe: the owner locks.
  */
 #ifndef MESHSCALER_STRMAP_H
 #define MESHSCALER_STRMAP_H
@@ -20,27 +21,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The key that val (a value of the map) carries; ctx as given at init. */
+typedef const char *(*ms_strmap_key_fn)(const void *val, const void *ctx);
+
 typedef struct {
-    char **keys;  /* NULL: an empty slot */
-    void **vals;
+    char **keys;  /* owned copies; NULL in an intrusive map */
+    void **vals;  /* NULL: an empty slot */
     size_t cap;   /* a power of two, or 0 */
     size_t n;
-    bool borrowed; /* keys are the caller's, not copies */
+    ms_strmap_key_fn key_of; /* intrusive maps only */
+    const void *key_ctx;
 } ms_strmap_t;
 
 /* An empty map that copies its keys; allocates nothing until the first put. */
 void ms_strmap_init(ms_strmap_t *m);
-/* An empty map that borrows its keys (see above). */
-void ms_strmap_init_borrowed(ms_strmap_t *m);
-/* Free the table and the key copies (not borrowed keys, not the values);
- * the map is empty afterwards, in the same key mode. */
+/* An empty map whose values carry their keys (see above); ctx is borrowed
+ * for the map's life. */
+void ms_strmap_init_intrusive(ms_strmap_t *m, ms_strmap_key_fn key_of, const void *ctx);
+/* Free the table and the key copies (not the values); the map is empty
+ * afterwards, of the same kind. */
 void ms_strmap_cleanup(ms_strmap_t *m);
 
 /* The value under key (its first len bytes), or NULL. */
 void *ms_strmap_getn(const ms_strmap_t *m, const char *key, size_t len);
 void *ms_strmap_get(const ms_strmap_t *m, const char *key);
 /* Store val (not NULL) under key; returns the value it replaced, or NULL.
- * A borrowing map then holds this key pointer, not the one it replaced.
  * Replacing a present key never moves the others. */
 void *ms_strmap_put(ms_strmap_t *m, const char *key, void *val);
 /* Remove key; returns its value, or NULL when absent. */

@@ -39,7 +39,7 @@ struct ms_workqueue {
     void *clock_ctx;
     double base_delay, max_delay;
 
-    ms_strmap_t keys; /* key -> entry_t*, keys borrowed from the entries */
+    ms_strmap_t keys; /* key -> entry_t*, keys in the entries */
 
     entry_t **fifo; /* ring of ready keys */
     size_t fifo_head, fifo_len, fifo_cap;
@@ -60,6 +60,12 @@ static double real_monotonic(void *ctx)
 static double now(const ms_workqueue_t *q) { return q->clock(q->clock_ctx); }
 
 /* ---- the key table ---- */
+
+static const char *entry_key(const void *e, const void *ctx)
+{
+    (void)ctx;
+    return ((const entry_t *)e)->key;
+}
 
 static entry_t *lookup(const ms_workqueue_t *q, const char *key)
 {
@@ -236,7 +242,7 @@ ms_workqueue_t *ms_workqueue_new(const ms_workqueue_options_t *opts)
     q->clock_ctx = opts ? opts->clock_ctx : NULL;
     q->base_delay = opts && opts->base_delay > 0 ? opts->base_delay : DEFAULT_BASE_DELAY;
     q->max_delay = opts && opts->max_delay > 0 ? opts->max_delay : DEFAULT_MAX_DELAY;
-    ms_strmap_init_borrowed(&q->keys);
+    ms_strmap_init_intrusive(&q->keys, entry_key, NULL);
     pthread_mutex_init(&q->lock, NULL);
     ms_clock_cond_init(&q->cond);
     return q;

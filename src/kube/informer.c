@@ -56,7 +56,7 @@ struct ms_kube_informer {
     atomic_bool reparse_logged; /* a cached text failed to parse (logged once) */
 
     pthread_rwlock_t lock; /* guards cache */
-    ms_strmap_t cache; /* key -> entry_t*, keys borrowed from the entries */
+    ms_strmap_t cache; /* key -> entry_t*, keys in the entries */
     pthread_mutex_t sync_lock;
     pthread_cond_t sync_cond;
     bool synced;
@@ -193,7 +193,15 @@ static cJSON *entry_copy(ms_kube_informer_t *inf, const entry_t *e)
     return ms_xcheck(cJSON_Duplicate(e->obj, true), "informer object copy");
 }
 
-/* ---- the map: "namespace/name" -> entry, keys borrowed from the entries ---- */
+/* ---- the map: "namespace/name" -> entry, keys in the entries ---- */
+
+static const char *entry_key(const void *e, const void *ctx)
+{
+    (void)ctx;
+    return ((const entry_t *)e)->key;
+}
+
+static void map_init(ms_strmap_t *m) { ms_strmap_init_intrusive(m, entry_key, NULL); }
 
 /* Free every entry of m and empty it. */
 static void map_clear(ms_strmap_t *m)
@@ -381,7 +389,7 @@ static ms_err_t list(ms_kube_informer_t *inf, char *rv, size_t rvcap, ms_kube_er
     ms_err_t err;
 
     l.inf = inf;
-    ms_strmap_init_borrowed(&l.fresh);
+    map_init(&l.fresh);
     err = ms_kube_list(inf->client, inf->path, inf->label_selector, inf->page_size, on_item, &l,
                        rv, rvcap, &pages, kerr);
     pthread_mutex_lock(&inf->sync_lock);
@@ -614,7 +622,7 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
     pthread_rwlock_init(&inf->lock, NULL);
     pthread_mutex_init(&inf->sync_lock, NULL);
     ms_clock_cond_init(&inf->sync_cond);
-    ms_strmap_init_borrowed(&inf->cache);
+    map_init(&inf->cache);
     return inf;
 }
 

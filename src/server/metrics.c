@@ -37,12 +37,12 @@ typedef struct {
     size_t nbounds;
     series_t *series;
     size_t nseries, cap;
-    ms_strmap_t index; /* key -> series index + 1; keys borrowed from the series */
+    ms_strmap_t index; /* key -> series index + 1; keys in the series */
 } family_t;
 
 struct ms_metrics {
     pthread_mutex_t lock;
-    family_t *families;
+    family_t **families; /* each allocated once: its index points at it */
     size_t nfamilies;
 };
 
@@ -66,16 +66,25 @@ void ms_metrics_free(ms_metrics_t *m)
     if (m == NULL)
         return;
     for (size_t f = 0; f < m->nfamilies; f++) {
-        family_t *fam = &m->families[f];
+        family_t *fam = m->families[f];
         for (size_t i = 0; i < fam->nseries; i++)
             series_free(&fam->series[i]);
         free(fam->series);
         ms_strmap_cleanup(&fam->index);
         free(fam->bounds);
+        free(fam);
     }
     free(m->families);
     pthread_mutex_destroy(&m->lock);
     free(m);
+}
+
+/* The index's values are series indexes + 1 (never NULL). */
+static void *index_of(size_t i) { return (void *)(uintptr_t)(i + 1); }
+
+static const char *series_key(const void *val, const void *fam)
+{
+    return ((const family_t *)fam)->series[(uintptr_t)val - 1].key;
 }
 
 int ms_metrics_family(ms_metrics_t *m, ms_metric_kind_t kind, const char *name, const char *help,
@@ -89,9 +98,8 @@ int ms_metrics_family(ms_metrics_t *m, ms_metric_kind_t kind, const char *name, 
         return -1;
     pthread_mutex_lock(&m->lock);
     m->families = ms_xrealloc(m->families, (m->nfamilies + 1) * sizeof *m->families);
-    fam = &m->families[m->nfamilies];
-    memset(fam, 0, sizeof *fam);
-    ms_strmap_init_borrowed(&fam->index);
+    fam = m->families[m->nfamilies] = ms_xcalloc(1, sizeof *fam);
+    ms_strmap_init_intrusive(&fam->index, series_key, fam);
     fam->kind = kind;
     fam->name = name;
     fam->help = help;
@@ -148,7 +156,6 @@ static char *key_block(const char *key, char **values, size_t n)
     return block;
 }
 
-static void *index_of(size_t i) { return (void *)(uintptr_t)(i + 1); }
 
 /* The series for these values, created when create is set; NULL otherwise. */
 static series_t *lookup(family_t *fam, const char *const *values, bool create)
@@ -176,7 +183,7 @@ static series_t *lookup(family_t *fam, const char *const *values, bool create)
 
 static family_t *family(ms_metrics_t *m, int id)
 {
-    return id >= 0 && (size_t)id < m->nfamilies ? &m->families[id] : NULL;
+    return id >= 0 && (size_t)id < m->nfamilies ? m->families[id] : NULL;
 }
 
 void ms_metrics_add(ms_metrics_t *m, int id, const char *const *values, double delta)
@@ -364,7 +371,7 @@ ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
 
     pthread_mutex_lock(&m->lock);
     for (size_t f = 0; f < m->nfamilies && err == MS_OK; f++) {
-        const family_t *fam = &m->families[f];
+        const family_t *fam = m->families[f];
 
         err = ms_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, kinds[fam->kind]);
         for (size_t i = 0; i < fam->nseries && err == MS_OK; i++) {

@@ -2,7 +2,7 @@
  * test_strmap.c - the string map against a plain array under random puts and
  * deletes (backward-shift deletion must never lose a key); insert, replace,
  * delete and growth one by one; its walk, from the first slot and after
- * deletions; and the borrowing mode the informer, work queue and metrics use.
+ * deletions; and the intrusive kind the informer, work queue and metrics use.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -142,7 +142,7 @@ static void test_walk_from_first_slot_after_growth_and_deletes(void **state)
     first_slot_key(first, sizeof first);
     ms_strmap_init(&m);
     ms_strmap_put(&m, first, &fv);
-    assert_ptr_equal(m.keys[0] != NULL ? m.vals[0] : NULL, &fv); /* in slot 0 */
+    assert_ptr_equal(m.vals[0], &fv); /* in slot 0 */
     for (int i = 0; i < 300; i++) {
         snprintf(names[i], sizeof names[i], "ns/o%d", i);
         ms_strmap_put(&m, names[i], &v[i]);
@@ -168,33 +168,51 @@ static void test_walk_from_first_slot_after_growth_and_deletes(void **state)
     ms_strmap_cleanup(&m);
 }
 
-/* A borrowing map stores the caller's pointers: the latest put's key, and
- * nothing of it is freed (ASan would report a double free). */
-static void test_borrowed_keys(void **state)
+typedef struct {
+    int n;
+    char key[16];
+} item_t;
+
+static const char *item_key(const void *val, const void *ctx)
 {
+    assert_ptr_equal(ctx, &item_key); /* the ctx given at init */
+    return ((const item_t *)val)->key;
+}
+
+/* An intrusive map stores no keys: it reads them from its values, through
+ * growth and backward-shift deletion too, and frees none of them. */
+static void test_intrusive_keys(void **state)
+{
+    static item_t items[100];
     ms_strmap_t m;
-    char *k1 = strdup("ns/a"), *k2 = strdup("ns/a");
-    int a = 1, b = 2;
+    item_t again = {.key = "ns/i7"};
     size_t pos = 0;
     const char *key;
     void *val;
 
     (void)state;
-    ms_strmap_init_borrowed(&m);
-    ms_strmap_put(&m, k1, &a);
-    assert_true(ms_strmap_next(&m, &pos, &key, &val));
-    assert_ptr_equal(key, k1);
-    assert_ptr_equal(ms_strmap_put(&m, k2, &b), &a);
-    free(k1); /* the map now holds k2 */
-    pos = 0;
-    assert_true(ms_strmap_next(&m, &pos, &key, &val));
-    assert_ptr_equal(key, k2);
-    assert_ptr_equal(ms_strmap_get(&m, "ns/a"), &b);
-    assert_ptr_equal(ms_strmap_del(&m, "ns/a"), &b);
-    ms_strmap_put(&m, k2, &b);
+    ms_strmap_init_intrusive(&m, item_key, &item_key);
+    for (int i = 0; i < 100; i++) {
+        items[i].n = i;
+        snprintf(items[i].key, sizeof items[i].key, "ns/i%d", i);
+        assert_null(ms_strmap_put(&m, items[i].key, &items[i]));
+    }
+    assert_null(m.keys);
+    assert_ptr_equal(ms_strmap_put(&m, again.key, &again), &items[7]);
+    assert_ptr_equal(ms_strmap_get(&m, "ns/i7"), &again);
+    for (int i = 0; i < 100; i += 3)
+        ms_strmap_del(&m, items[i].key);
+    assert_int_equal(ms_strmap_size(&m), 66);
+    assert_int_equal(walk_count(&m), 66);
+    while (ms_strmap_next(&m, &pos, &key, &val))
+        assert_ptr_equal(key, ((item_t *)val)->key); /* the value's own */
+    for (int i = 1; i < 100; i++)
+        if (i % 3 != 0 && i != 7)
+            assert_ptr_equal(ms_strmap_get(&m, items[i].key), &items[i]);
     ms_strmap_cleanup(&m);
-    assert_true(m.borrowed); /* still borrowing after cleanup */
-    free(k2);
+    assert_ptr_equal(m.key_of, item_key); /* still intrusive after cleanup */
+    assert_null(ms_strmap_put(&m, items[1].key, &items[1]));
+    ms_strmap_cleanup(&m);
 }
 
 int main(void)
@@ -204,7 +222,7 @@ int main(void)
         cmocka_unit_test(test_walk_and_lengths),
         cmocka_unit_test(test_insert_replace_delete),
         cmocka_unit_test(test_walk_from_first_slot_after_growth_and_deletes),
-        cmocka_unit_test(test_borrowed_keys),
+        cmocka_unit_test(test_intrusive_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
