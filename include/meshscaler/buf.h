@@ -1,11 +1,12 @@
 /*
  * buf.h - a growable byte buffer with a hard size cap (curl's dynbuf idea):
  * everything read from outside goes into one of these, so no input can
- * make meshscaler allocate without bound.
+ * make meshscaler allocate without bound. And ms_fixbuf_t, formatted text
+ * into a caller's fixed array, cut where it ends (one-line messages).
  *
  * Caller-provided storage: ms_buf_init() it, ms_buf_cleanup() it. The buffer
  * owns `data`, which is always NUL-terminated once anything was appended.
- * Not thread-safe per buffer.
+ * An ms_fixbuf_t owns nothing. Not thread-safe per buffer.
  */
 #ifndef MESHSCALER_BUF_H
 #define MESHSCALER_BUF_H
@@ -35,5 +36,19 @@ ms_err_t ms_buf_vappendf(ms_buf_t *b, const char *fmt, va_list ap)
 ms_err_t ms_buf_read_stream(ms_buf_t *b, FILE *f);
 /* Free data and reset to empty (max kept). NULL does nothing. */
 void ms_buf_cleanup(ms_buf_t *b);
+
+/* printf piece by piece into a caller's array of cap bytes (borrowed while
+ * in use). Text past the end is cut and the array stays NUL-terminated;
+ * `used` counts the bytes the whole text needs, as snprintf's result does
+ * (used >= cap: it was cut). Never fails, never allocates. */
+typedef struct {
+    char *data;
+    size_t cap;
+    size_t used;
+} ms_fixbuf_t;
+
+/* Start empty text in data (data[0] = '\0' when cap > 0). */
+void ms_fixbuf_init(ms_fixbuf_t *f, char *data, size_t cap);
+void ms_fixbuf_appendf(ms_fixbuf_t *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

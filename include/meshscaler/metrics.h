@@ -6,7 +6,8 @@
  * Families are declared once at start (they return an id); series are created
  * on first use and can be removed (an object was deleted). Label values are
  * copied. Thread-safe: every call takes the registry's mutex, so workers
- * update while the server thread renders.
+ * update while the server thread renders. Allocation failure aborts with a
+ * log line (xalloc.h).
  */
 #ifndef MESHSCALER_METRICS_H
 #define MESHSCALER_METRICS_H
@@ -22,14 +23,15 @@ typedef struct ms_metrics ms_metrics_t;
 
 typedef enum { MS_METRIC_COUNTER = 0, MS_METRIC_GAUGE, MS_METRIC_HISTOGRAM } ms_metric_kind_t;
 
-/* NULL on allocation failure. */
+/* Never NULL. */
 ms_metrics_t *ms_metrics_new(void);
 /* NULL does nothing. */
 void ms_metrics_free(ms_metrics_t *m);
 
 /* Declare a family; name and help must be static strings (borrowed for the
  * registry's life), at most MS_METRICS_MAX_LABELS label names. Histograms
- * take ascending bucket bounds (copied). Returns the family id, or -1. */
+ * take ascending bucket bounds (copied). Returns the family id, or -1 for
+ * more labels than MS_METRICS_MAX_LABELS. */
 int ms_metrics_family(ms_metrics_t *m, ms_metric_kind_t kind, const char *name, const char *help,
                       const char *const *labels, size_t nlabels, const double *buckets,
                       size_t nbuckets);

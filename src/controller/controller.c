@@ -20,6 +20,7 @@
 #include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/version.h"
+#include "meshscaler/xalloc.h"
 
 /* /healthz fails when keys have been due and nothing progressed for this many
  * sync periods, and at least LIVENESS_FLOOR seconds (a slow round under a
@@ -34,20 +35,6 @@
 /* The lease's validity must reach past the moment a write is sent by this
  * much, or the write waits for the next renewal. */
 #define WRITE_MIN_VALIDITY 0.5
-
-static char *dup_or_null(const char *s)
-{
-    char *d;
-
-    if (s == NULL)
-        return NULL;
-    d = strdup(s);
-    if (d == NULL) {
-        MS_LOG_ERROR("out of memory", MS_S("what", "controller options"));
-        abort();
-    }
-    return d;
-}
 
 bool ms__controller_may_act(ms_controller_t *c)
 {
@@ -189,21 +176,22 @@ static void copy_config(ms_controller_t *c, const ms_controller_config_t *cfg)
     char host[256] = "", ident[320];
 
     c->cfg = *cfg;
-    c->s_kubeconfig = dup_or_null(cfg->kubeconfig);
-    c->s_context = dup_or_null(cfg->context);
-    c->s_namespace = dup_or_null(cfg->namespace_ && cfg->namespace_[0] ? cfg->namespace_ : NULL);
-    c->s_lease_id = dup_or_null(cfg->leader_election_id ? cfg->leader_election_id : "meshscaler");
-    c->s_metrics = dup_or_null(cfg->metrics_addr ? cfg->metrics_addr : ":8080");
-    c->s_health = dup_or_null(cfg->health_addr ? cfg->health_addr : ":8081");
+    c->s_kubeconfig = ms_xstrdup_opt(cfg->kubeconfig);
+    c->s_context = ms_xstrdup_opt(cfg->context);
+    c->s_namespace = ms_xstrdup_opt(cfg->namespace_ && cfg->namespace_[0] ? cfg->namespace_ : NULL);
+    c->s_lease_id =
+        ms_xstrdup_opt(cfg->leader_election_id ? cfg->leader_election_id : "meshscaler");
+    c->s_metrics = ms_xstrdup_opt(cfg->metrics_addr ? cfg->metrics_addr : ":8080");
+    c->s_health = ms_xstrdup_opt(cfg->health_addr ? cfg->health_addr : ":8081");
     if (cfg->identity != NULL) {
-        c->s_identity = dup_or_null(cfg->identity);
+        c->s_identity = ms_xstrdup_opt(cfg->identity);
     } else {
         gethostname(host, sizeof host - 1);
         snprintf(ident, sizeof ident, "%s_%ld", host[0] ? host : "meshscaler", (long)getpid());
-        c->s_identity = dup_or_null(ident);
+        c->s_identity = ms_xstrdup_opt(ident);
     }
-    c->s_workload_label = dup_or_null(cfg->presets.workload_label);
-    c->s_rate_window = dup_or_null(cfg->presets.rate_window);
+    c->s_workload_label = ms_xstrdup_opt(cfg->presets.workload_label);
+    c->s_rate_window = ms_xstrdup_opt(cfg->presets.rate_window);
     c->cfg.kubeconfig = c->s_kubeconfig;
     c->cfg.context = c->s_context;
     c->cfg.namespace_ = c->s_namespace;
@@ -227,8 +215,6 @@ static void copy_config(ms_controller_t *c, const ms_controller_config_t *cfg)
 /* The flags, locks and condition variable the threads meet on. */
 static void init_shared_state(ms_controller_t *c)
 {
-    pthread_condattr_t ca;
-
     atomic_init(&c->stopping, false);
     atomic_init(&c->ready, false);
     atomic_init(&c->alive, true);
@@ -238,10 +224,7 @@ static void init_shared_state(ms_controller_t *c)
     atomic_init(&c->due_since, 0);
     pthread_mutex_init(&c->out_lock, NULL);
     pthread_mutex_init(&c->round_lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->round_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    ms_clock_cond_init(&c->round_cond);
     ms__objects_init(&c->objects);
 }
 
@@ -319,7 +302,7 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     }
     for (int i = 0; i < c->cfg.concurrent_syncs; i++)
         c->workers[i].c = c;
-    c->s_lease_ns = dup_or_null(cfg->leader_election_namespace
+    c->s_lease_ns = ms_xstrdup_opt(cfg->leader_election_namespace
                                     ? cfg->leader_election_namespace
                                     : ms_kube_client_namespace(c->kube));
     c->cfg.leader_election_namespace = c->s_lease_ns;
@@ -557,10 +540,7 @@ static ms_err_t main_loop(ms_controller_t *c, const atomic_bool *stop, char *err
                 check_liveness(c, now);
             last_gauges = now;
         }
-        {
-            struct timespec ts = {0, 100 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
+        ms_clock_sleep(0.1);
     }
     MS_LOG_INFO("shutting down", MS_D("deadline_seconds", c->cfg.shutdown_timeout));
     return MS_OK;

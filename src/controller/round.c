@@ -88,22 +88,12 @@ static bool wait_for_work(ms_controller_t *c, double until)
     if (wait > MAX_SLEEP)
         wait = MAX_SLEEP;
     pthread_mutex_lock(&c->round_lock);
-    if (!c->kicked && wait > 0 && !atomic_load(&c->stopping)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)wait;
-        ts.tv_nsec += (long)((wait - floor(wait)) * 1e9);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->round_cond, &c->round_lock, &ts);
-    }
+    if (!c->kicked && wait > 0 && !atomic_load(&c->stopping))
+        ms_clock_cond_wait_until(&c->round_cond, &c->round_lock, now + wait);
     if (c->kicked) {
         /* Let a burst of kicks arrive before planning. */
         pthread_mutex_unlock(&c->round_lock);
-        struct timespec pause = {0, (long)(KICK_COALESCE * 1e9)};
-        nanosleep(&pause, NULL);
+        ms_clock_sleep(KICK_COALESCE);
         pthread_mutex_lock(&c->round_lock);
     }
     c->kicked = false;
@@ -136,10 +126,7 @@ typedef struct {
 
 static void add_due(due_t *d, const char *key)
 {
-    if (d->n == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 256;
-        d->keys = ms_xrealloc(d->keys, d->cap * sizeof *d->keys);
-    }
+    d->keys = ms_xgrow(d->keys, &d->cap, d->n + 1, sizeof *d->keys);
     snprintf(d->keys[d->n++], MS__KEY_MAX, "%s", key);
 }
 

@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meshscaler/buf.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/status.h"
+#include "meshscaler/xalloc.h"
 
 /* ---- the condition table ---- */
 
@@ -61,23 +63,13 @@ const char *ms_condition_reason_sentence(ms_condition_reason_t r)
 
 /* ---- small helpers ---- */
 
-static void oom(void)
-{
-    MS_LOG_ERROR("out of memory", MS_S("where", "status"));
-    abort();
-}
-
-static cJSON *must(cJSON *item)
-{
-    if (item == NULL)
-        oom();
-    return item;
-}
+/* cJSON fails only when memory runs out. */
+static cJSON *must(cJSON *item) { return ms_xcheck(item, "status"); }
 
 static void add(cJSON *obj, const char *key, cJSON *item)
 {
     if (!cJSON_AddItemToObject(obj, key, must(item)))
-        oom();
+        ms_oom("status");
 }
 
 static void add_string(cJSON *obj, const char *key, const char *s)
@@ -108,35 +100,14 @@ static const char *member_string(const cJSON *obj, const char *key)
  * that would otherwise rewrite the status on every sync. */
 static double milli(double v) { return round(v * 1000.0) / 1000.0; }
 
-typedef struct {
-    char *buf;
-    size_t len;
-    size_t used;
-} out_t;
-
-static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(out_t *o, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    size_t room = o->used < o->len ? o->len - o->used : 0;
-
-    va_start(ap, fmt);
-    n = vsnprintf(room ? o->buf + o->used : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        o->used += (size_t)n;
-}
-
 /* A number for people: at most two decimals, no trailing zeros. */
-static void put_number(out_t *o, double v)
+static void put_number(ms_fixbuf_t *o, double v)
 {
     char tmp[64];
     size_t n;
 
     if (!isfinite(v) || fabs(v) >= 1e15) {
-        put(o, "%.3g", v);
+        ms_fixbuf_appendf(o, "%.3g", v);
         return;
     }
     snprintf(tmp, sizeof tmp, "%.2f", v);
@@ -147,7 +118,7 @@ static void put_number(out_t *o, double v)
         tmp[--n] = '\0';
     if (strcmp(tmp, "-0") == 0)
         snprintf(tmp, sizeof tmp, "0");
-    put(o, "%s", tmp);
+    ms_fixbuf_appendf(o, "%s", tmp);
 }
 
 /* ---- targets ---- */
@@ -156,25 +127,24 @@ static void put_number(out_t *o, double v)
 
 size_t ms_status_targets(const ms_spec_t *spec, const ms_decision_t *d, char *buf, size_t len)
 {
-    out_t o = {buf, len, 0};
+    ms_fixbuf_t o;
     size_t n = spec->nmetrics;
 
-    if (len > 0)
-        buf[0] = '\0';
+    ms_fixbuf_init(&o, buf, len);
     for (size_t i = 0; i < n && i < TARGETS_SHOWN; i++) {
         const ms_metric_spec_t *m = &spec->metrics[i];
         ms_sample_t v = i < d->nmetrics ? d->metrics[i].value : (ms_sample_t){false, 0};
 
-        put(&o, "%s%s: ", i ? ", " : "", m->name);
+        ms_fixbuf_appendf(&o, "%s%s: ", i ? ", " : "", m->name);
         switch (m->target_type) {
         case MS_TARGET_UTILIZATION:
             if (v.present)
-                put(&o, "%.0f%%", round(v.value));
+                ms_fixbuf_appendf(&o, "%.0f%%", round(v.value));
             else
-                put(&o, "<unknown>");
-            put(&o, "/");
+                ms_fixbuf_appendf(&o, "<unknown>");
+            ms_fixbuf_appendf(&o, "/");
             put_number(&o, m->target);
-            put(&o, "%%");
+            ms_fixbuf_appendf(&o, "%%");
             break;
         case MS_TARGET_AVERAGE_VALUE:
             /* The metric is a total; the target is per replica, so show the
@@ -182,24 +152,24 @@ size_t ms_status_targets(const ms_spec_t *spec, const ms_decision_t *d, char *bu
             if (v.present && d->current_replicas > 0)
                 put_number(&o, v.value / d->current_replicas);
             else
-                put(&o, "<unknown>");
-            put(&o, "/");
+                ms_fixbuf_appendf(&o, "<unknown>");
+            ms_fixbuf_appendf(&o, "/");
             put_number(&o, m->target);
             break;
         default:
             if (v.present)
                 put_number(&o, v.value);
             else
-                put(&o, "<unknown>");
-            put(&o, "/");
+                ms_fixbuf_appendf(&o, "<unknown>");
+            ms_fixbuf_appendf(&o, "/");
             put_number(&o, m->target);
             break;
         }
     }
     if (n > TARGETS_SHOWN)
-        put(&o, " + %zu more...", n - TARGETS_SHOWN);
+        ms_fixbuf_appendf(&o, " + %zu more...", n - TARGETS_SHOWN);
     if (n == 0)
-        put(&o, "<none>");
+        ms_fixbuf_appendf(&o, "<none>");
     return o.used;
 }
 
@@ -288,22 +258,23 @@ static void scaling_limited(const ms_spec_t *spec, const ms_decision_t *d, cond_
 
 static void downstream_limited(const ms_spec_t *spec, const ms_decision_t *d, cond_t *c)
 {
-    out_t o;
+    ms_fixbuf_t o;
 
     if (spec->ndownstreams == 0) {
         cond(c, MS_CR_DOWNSTREAM_NONE, NULL);
         return;
     }
     cond(c, d->downstream_bound ? MS_CR_DOWNSTREAM_LIMIT : MS_CR_DOWNSTREAM_OK, NULL);
-    o = (out_t){c->detail, sizeof c->detail, 0};
+    ms_fixbuf_init(&o, c->detail, sizeof c->detail);
     for (size_t i = 0; i < d->ndownstreams && i < spec->ndownstreams; i++) {
         const ms_downstream_result_t *r = &d->downstreams[i];
 
         if (r->bound)
-            put(&o, "%s%s allows at most %d replicas", o.used ? ", " : "",
-                spec->downstreams[i].name, (int)r->allowed);
+            ms_fixbuf_appendf(&o, "%s%s allows at most %d replicas", o.used ? ", " : "",
+                              spec->downstreams[i].name, (int)r->allowed);
         else if (!r->observed)
-            put(&o, "%s%s not observed", o.used ? ", " : "", spec->downstreams[i].name);
+            ms_fixbuf_appendf(&o, "%s%s not observed", o.used ? ", " : "",
+                              spec->downstreams[i].name);
     }
 }
 
@@ -322,7 +293,7 @@ static void retry_storm(const ms_spec_t *spec, const ms_decision_t *d, cond_t *c
 static void saturated(const ms_spec_t *spec, const ms_decision_t *d, cond_t *c)
 {
     bool configured = false;
-    out_t o;
+    ms_fixbuf_t o;
 
     for (size_t i = 0; i < spec->nmetrics; i++)
         configured = configured || spec->saturation[i].enabled;
@@ -331,10 +302,10 @@ static void saturated(const ms_spec_t *spec, const ms_decision_t *d, cond_t *c)
         return;
     }
     cond(c, d->saturated ? MS_CR_SATURATED_YES : MS_CR_SATURATED_NO, NULL);
-    o = (out_t){c->detail, sizeof c->detail, 0};
+    ms_fixbuf_init(&o, c->detail, sizeof c->detail);
     for (size_t i = 0; i < d->nmetrics && d->saturated; i++)
         if (d->metrics[i].saturation_applied)
-            put(&o, "%s%s", o.used ? ", " : "corrected: ", spec->metrics[i].name);
+            ms_fixbuf_appendf(&o, "%s%s", o.used ? ", " : "corrected: ", spec->metrics[i].name);
 }
 
 static const cJSON *find_condition(const cJSON *conditions, const char *type)

@@ -191,10 +191,7 @@ void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_sele
         if (p->ready)
             (*ready)++;
         if (want_regex) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                names = ms_xrealloc(names, cap * sizeof *names);
-            }
+            names = ms_xgrow(names, &cap, n + 1, sizeof *names);
             names[n++] = name;
         }
     }

@@ -3,21 +3,20 @@
  * delaying queue (a min-heap of deadlines) and its per-item exponential rate
  * limiter, under one mutex.
  *
- * Every key the queue knows has one entry in a chained hash table holding
+ * Every key the queue knows has one entry in a map (strmap.h) holding
  * its state: dirty (queued or to be queued after done), processing, waiting
  * (its heap index) and its failure count. An entry with no state left is
  * freed, so the table holds only live keys.
  */
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "meshscaler/log.h"
+#include "meshscaler/clock.h"
+#include "meshscaler/strmap.h"
 #include "meshscaler/workqueue.h"
 #include "meshscaler/xalloc.h"
 
@@ -25,14 +24,12 @@
 #define DEFAULT_MAX_DELAY 1000.0
 
 typedef struct entry {
-    struct entry *next; /* hash chain */
-    char *key;
-    uint64_t hash;
     bool dirty;      /* in the FIFO, or to be put there by done() */
     bool processing; /* handed out, done() not called yet */
     size_t heap_index; /* SIZE_MAX when not waiting */
     double deadline;
     unsigned failures;
+    char key[];
 } entry_t;
 
 struct ms_workqueue {
@@ -42,8 +39,7 @@ struct ms_workqueue {
     void *clock_ctx;
     double base_delay, max_delay;
 
-    entry_t **buckets;
-    size_t nbuckets, nentries;
+    ms_strmap_t keys; /* key -> entry_t*, keys in the entries */
 
     entry_t **fifo; /* ring of ready keys */
     size_t fifo_head, fifo_len, fifo_cap;
@@ -55,115 +51,48 @@ struct ms_workqueue {
     bool shutting_down;
 };
 
-/* realloc for n elements of size bytes; aborts (with a log line) when the
- * product overflows or memory runs out. */
-static void *xrealloc(void *p, size_t n, size_t size)
-{
-    if (size != 0 && n > SIZE_MAX / size) {
-        MS_LOG_ERROR("out of memory", MS_S("where", "workqueue"));
-        abort();
-    }
-    return ms_xrealloc(p, n * size);
-}
-
 static double real_monotonic(void *ctx)
 {
-    struct timespec ts;
-
     (void)ctx;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return ms_clock_monotonic();
 }
 
 static double now(const ms_workqueue_t *q) { return q->clock(q->clock_ctx); }
 
-/* The CLOCK_MONOTONIC instant `seconds` (0 .. 1 day) from now, for timed waits. */
-static void real_deadline(double seconds, struct timespec *ts)
-{
-    if (!(seconds > 0))
-        seconds = 0;
-    if (seconds > 86400)
-        seconds = 86400;
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += (time_t)seconds;
-    ts->tv_nsec += (long)((seconds - floor(seconds)) * 1e9);
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* ---- the key table ---- */
 
-static uint64_t hash_key(const char *s)
+static const char *entry_key(const void *e, const void *ctx)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    (void)ctx;
+    return ((const entry_t *)e)->key;
 }
 
-static entry_t *lookup(const ms_workqueue_t *q, const char *key, uint64_t h)
+static entry_t *lookup(const ms_workqueue_t *q, const char *key)
 {
-    for (entry_t *e = q->buckets[h & (q->nbuckets - 1)]; e; e = e->next)
-        if (e->hash == h && strcmp(e->key, key) == 0)
-            return e;
-    return NULL;
-}
-
-static void rehash(ms_workqueue_t *q)
-{
-    size_t n = q->nbuckets * 2;
-    entry_t **b = ms_xcalloc(n, sizeof *b);
-
-    for (size_t i = 0; i < q->nbuckets; i++) {
-        entry_t *e = q->buckets[i];
-        while (e) {
-            entry_t *next = e->next;
-            e->next = b[e->hash & (n - 1)];
-            b[e->hash & (n - 1)] = e;
-            e = next;
-        }
-    }
-    free(q->buckets);
-    q->buckets = b;
-    q->nbuckets = n;
+    return ms_strmap_get(&q->keys, key);
 }
 
 static entry_t *lookup_or_create(ms_workqueue_t *q, const char *key)
 {
-    uint64_t h = hash_key(key);
-    entry_t *e = lookup(q, key, h);
+    entry_t *e = lookup(q, key);
+    size_t len;
 
     if (e)
         return e;
-    if (q->nentries >= q->nbuckets)
-        rehash(q);
-    e = ms_xcalloc(1, sizeof *e);
-    e->key = ms_xstrdup(key);
-    e->hash = h;
+    len = strlen(key) + 1;
+    e = ms_xcalloc(1, sizeof *e + len);
+    memcpy(e->key, key, len);
     e->heap_index = SIZE_MAX;
-    e->next = q->buckets[h & (q->nbuckets - 1)];
-    q->buckets[h & (q->nbuckets - 1)] = e;
-    q->nentries++;
+    ms_strmap_put(&q->keys, e->key, e);
     return e;
 }
 
 /* Free e when nothing about it needs remembering. */
 static void release_if_idle(ms_workqueue_t *q, entry_t *e)
 {
-    entry_t **pp;
-
     if (e->dirty || e->processing || e->heap_index != SIZE_MAX || e->failures > 0)
         return;
-    for (pp = &q->buckets[e->hash & (q->nbuckets - 1)]; *pp != e; pp = &(*pp)->next)
-        ;
-    *pp = e->next;
-    q->nentries--;
-    free(e->key);
+    ms_strmap_del(&q->keys, e->key);
     free(e);
 }
 
@@ -172,15 +101,12 @@ static void release_if_idle(ms_workqueue_t *q, entry_t *e)
 static void fifo_push(ms_workqueue_t *q, entry_t *e)
 {
     if (q->fifo_len == q->fifo_cap) {
-        size_t ncap = q->fifo_cap ? q->fifo_cap * 2 : 64;
-        entry_t **f = xrealloc(NULL, ncap, sizeof *f);
+        size_t old = q->fifo_cap;
 
-        for (size_t i = 0; i < q->fifo_len; i++)
-            f[i] = q->fifo[(q->fifo_head + i) % q->fifo_cap];
-        free(q->fifo);
-        q->fifo = f;
-        q->fifo_cap = ncap;
-        q->fifo_head = 0;
+        q->fifo = ms_xgrow(q->fifo, &q->fifo_cap, old + 1, sizeof *q->fifo);
+        /* Unwrap the ring: the keys before the head move past the old end,
+         * where they follow the rest (the capacity at least doubled). */
+        memcpy(q->fifo + old, q->fifo, q->fifo_head * sizeof *q->fifo);
     }
     q->fifo[(q->fifo_head + q->fifo_len) % q->fifo_cap] = e;
     q->fifo_len++;
@@ -237,10 +163,7 @@ static void heap_down(ms_workqueue_t *q, size_t i)
 
 static void heap_push(ms_workqueue_t *q, entry_t *e)
 {
-    if (q->heap_len == q->heap_cap) {
-        q->heap_cap = q->heap_cap ? q->heap_cap * 2 : 64;
-        q->heap = xrealloc(q->heap, q->heap_cap, sizeof *q->heap);
-    }
+    q->heap = ms_xgrow(q->heap, &q->heap_cap, q->heap_len + 1, sizeof *q->heap);
     heap_set(q, q->heap_len++, e);
     heap_up(q, q->heap_len - 1);
 }
@@ -314,36 +237,28 @@ static void add_after_locked(ms_workqueue_t *q, const char *key, double delay)
 ms_workqueue_t *ms_workqueue_new(const ms_workqueue_options_t *opts)
 {
     ms_workqueue_t *q = ms_xcalloc(1, sizeof *q);
-    pthread_condattr_t attr;
 
     q->clock = opts && opts->clock ? opts->clock : real_monotonic;
     q->clock_ctx = opts ? opts->clock_ctx : NULL;
     q->base_delay = opts && opts->base_delay > 0 ? opts->base_delay : DEFAULT_BASE_DELAY;
     q->max_delay = opts && opts->max_delay > 0 ? opts->max_delay : DEFAULT_MAX_DELAY;
-    q->nbuckets = 64;
-    q->buckets = ms_xcalloc(q->nbuckets, sizeof *q->buckets);
+    ms_strmap_init_intrusive(&q->keys, entry_key, NULL);
     pthread_mutex_init(&q->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    ms_clock_cond_init(&q->cond);
     return q;
 }
 
 void ms_workqueue_free(ms_workqueue_t *q)
 {
+    size_t pos = 0;
+    const char *key;
+    void *e;
+
     if (q == NULL)
         return;
-    for (size_t i = 0; i < q->nbuckets; i++) {
-        entry_t *e = q->buckets[i];
-        while (e) {
-            entry_t *next = e->next;
-            free(e->key);
-            free(e);
-            e = next;
-        }
-    }
-    free(q->buckets);
+    while (ms_strmap_next(&q->keys, &pos, &key, &e))
+        free(e);
+    ms_strmap_cleanup(&q->keys);
     free(q->fifo);
     free(q->heap);
     pthread_cond_destroy(&q->cond);
@@ -389,7 +304,7 @@ void ms_workqueue_forget(ms_workqueue_t *q, const char *key)
     entry_t *e;
 
     pthread_mutex_lock(&q->lock);
-    e = lookup(q, key, hash_key(key));
+    e = lookup(q, key);
     if (e) {
         e->failures = 0;
         release_if_idle(q, e);
@@ -403,7 +318,7 @@ unsigned ms_workqueue_num_requeues(ms_workqueue_t *q, const char *key)
     unsigned n;
 
     pthread_mutex_lock(&q->lock);
-    e = lookup(q, key, hash_key(key));
+    e = lookup(q, key);
     n = e ? e->failures : 0;
     pthread_mutex_unlock(&q->lock);
     return n;
@@ -414,7 +329,6 @@ unsigned ms_workqueue_num_requeues(ms_workqueue_t *q, const char *key)
  * same number of seconds. */
 static void wait_locked(ms_workqueue_t *q)
 {
-    struct timespec ts;
     double wait;
 
     if (q->heap_len == 0) {
@@ -424,8 +338,8 @@ static void wait_locked(ms_workqueue_t *q)
     wait = q->heap[0]->deadline - now(q);
     if (wait <= 0)
         return;
-    real_deadline(wait, &ts); /* re-checks at least daily */
-    pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+    /* re-checks at least daily */
+    ms_clock_cond_wait_until(&q->cond, &q->lock, ms_clock_monotonic() + wait);
 }
 
 static bool get_locked(ms_workqueue_t *q, bool block, char **key)
@@ -476,7 +390,7 @@ void ms_workqueue_done(ms_workqueue_t *q, const char *key)
     entry_t *e;
 
     pthread_mutex_lock(&q->lock);
-    e = lookup(q, key, hash_key(key));
+    e = lookup(q, key);
     if (e == NULL || !e->processing)
         goto out;
     e->processing = false;
@@ -553,14 +467,14 @@ void ms_workqueue_shutdown(ms_workqueue_t *q)
 
 bool ms_workqueue_shutdown_with_drain(ms_workqueue_t *q, double timeout_seconds)
 {
-    struct timespec deadline;
+    double deadline;
     bool drained;
 
     ms_workqueue_shutdown(q);
-    real_deadline(timeout_seconds, &deadline);
+    deadline = ms_clock_monotonic() + (timeout_seconds > 86400 ? 86400 : timeout_seconds);
     pthread_mutex_lock(&q->lock);
     while (q->nprocessing > 0)
-        if (pthread_cond_timedwait(&q->cond, &q->lock, &deadline) == ETIMEDOUT)
+        if (!ms_clock_cond_wait_until(&q->cond, &q->lock, deadline))
             break;
     drained = q->nprocessing == 0;
     pthread_mutex_unlock(&q->lock);

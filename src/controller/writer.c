@@ -99,9 +99,8 @@ static void yield_to_decisions(ms__status_writer_t *w)
     double until = ms_clock_monotonic() + YIELD_MAX;
 
     while (!w->stopping && ms_workqueue_len(w->c->queue) > 0 && ms_clock_monotonic() < until) {
-        struct timespec pause = {0, (long)(YIELD_STEP * 1e9)};
         pthread_mutex_unlock(&w->lock);
-        nanosleep(&pause, NULL);
+        ms_clock_sleep(YIELD_STEP);
         pthread_mutex_lock(&w->lock);
     }
 }

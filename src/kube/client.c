@@ -37,9 +37,7 @@ ms_kube_client_t *ms_kube_client_new(const ms_kube_config_t *cfg,
         memset(&defaults, 0, sizeof defaults);
         o = &defaults;
     }
-    c = calloc(1, sizeof *c);
-    if (c == NULL)
-        abort();
+    c = ms_xcalloc(1, sizeof *c);
     ms__kube_ratelimit_init(&c->limiter, o->qps == 0 ? 5 : o->qps, o->burst > 0 ? o->burst : 10);
     pthread_mutex_init(&c->disc_lock, NULL);
     memset(&h, 0, sizeof h);
@@ -390,11 +388,9 @@ ms_err_t ms_kube_get(ms_kube_client_t *c, const char *path, cJSON **out, ms_kube
 static ms_err_t send_json(ms_kube_client_t *c, const char *method, const char *path,
                           const char *ctype, const cJSON *obj, cJSON **out, ms_kube_error_t *kerr)
 {
-    char *body = cJSON_PrintUnformatted(obj);
+    char *body = ms_xcheck(cJSON_PrintUnformatted(obj), "request body");
     ms_err_t err;
 
-    if (body == NULL)
-        abort();
     err = ms_kube_request(c, method, path, ctype, body, strlen(body), out, kerr);
     free(body);
     return err;

@@ -82,9 +82,7 @@ ms_err_t ms_kube_config_in_cluster(const char *sa_dir, ms_kube_config_t **out, c
                        "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
     if (strlen(host) > 200 || strlen(port) > 10)
         return ms_errf(errbuf, errlen, MS_ERR_INVALID, "in-cluster: KUBERNETES_SERVICE_HOST/PORT too long");
-    c = calloc(1, sizeof *c);
-    if (c == NULL)
-        abort();
+    c = ms_xcalloc(1, sizeof *c);
     /* An IPv6 address needs brackets in a URL. */
     snprintf(server, sizeof server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
     c->server = ms_xstrdup(server);

@@ -22,6 +22,7 @@
 #include "meshscaler/clock.h"
 #include "meshscaler/kubeconfig.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 extern char **environ;
 
@@ -42,26 +43,12 @@ struct ms_kube_cred {
     atomic_uint exec_runs;
 };
 
-static char *dup_or_null(const char *s)
-{
-    char *d;
-
-    if (s == NULL)
-        return NULL;
-    d = strdup(s);
-    if (d == NULL)
-        abort();
-    return d;
-}
-
 static char **dup_list(char *const *v, size_t n)
 {
-    char **d = calloc(n + 1, sizeof *d);
+    char **d = ms_xcalloc(n + 1, sizeof *d);
 
-    if (d == NULL)
-        abort();
     for (size_t i = 0; i < n; i++)
-        d[i] = dup_or_null(v[i]);
+        d[i] = ms_xstrdup_opt(v[i]);
     return d;
 }
 
@@ -72,13 +59,13 @@ ms_kube_cred_t *ms_kube_cred_new(const ms_kube_config_t *cfg, double token_reloa
     if (c == NULL)
         return NULL;
     pthread_mutex_init(&c->lock, NULL);
-    c->static_token = dup_or_null(cfg->token);
-    c->token_file = dup_or_null(cfg->token_file);
+    c->static_token = ms_xstrdup_opt(cfg->token);
+    c->token_file = ms_xstrdup_opt(cfg->token_file);
     c->reload = token_reload_seconds > 0 ? token_reload_seconds : 60;
-    c->server = dup_or_null(cfg->server);
+    c->server = ms_xstrdup_opt(cfg->server);
     if (cfg->exec != NULL) {
-        c->exec.command = dup_or_null(cfg->exec->command);
-        c->exec.api_version = dup_or_null(cfg->exec->api_version);
+        c->exec.command = ms_xstrdup_opt(cfg->exec->command);
+        c->exec.api_version = ms_xstrdup_opt(cfg->exec->api_version);
         c->exec.args = dup_list(cfg->exec->args, cfg->exec->nargs);
         c->exec.nargs = cfg->exec->nargs;
         c->exec.env = dup_list(cfg->exec->env, cfg->exec->nenv);
@@ -136,9 +123,7 @@ static void set_token(ms_kube_cred_t *c, const char *t, size_t len)
     if (c->token != NULL)
         explicit_bzero(c->token, strlen(c->token));
     free(c->token);
-    c->token = malloc(len + 1);
-    if (c->token == NULL)
-        abort();
+    c->token = ms_xmalloc(len + 1);
     memcpy(c->token, t, len);
     c->token[len] = '\0';
 }
@@ -185,10 +170,8 @@ static void plugin_argv_envp(const ms_kube_cred_t *c, char ***argv_out, char ***
 
     for (char **e = environ; e && *e; e++)
         nenv++;
-    argv = calloc(c->exec.nargs + 2, sizeof *argv);
-    envp = calloc(nenv + c->exec.nenv + 2, sizeof *envp);
-    if (argv == NULL || envp == NULL)
-        abort();
+    argv = ms_xcalloc(c->exec.nargs + 2, sizeof *argv);
+    envp = ms_xcalloc(nenv + c->exec.nenv + 2, sizeof *envp);
     argv[0] = c->exec.command;
     for (i = 0; i < c->exec.nargs; i++)
         argv[i + 1] = c->exec.args[i];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kube_client_internal.h"
+#include "meshscaler/xalloc.h"
 
 unsigned long ms_kube_discovery_fetches(const ms_kube_client_t *c)
 {
@@ -24,9 +25,7 @@ ms_err_t ms__kube_discovery_parse(const cJSON *doc, const char *api_version,
     *n = 0;
     if (!cJSON_IsArray(list))
         return MS_ERR_PARSE;
-    res = calloc((size_t)cJSON_GetArraySize(list) + 1, sizeof *res);
-    if (res == NULL)
-        abort();
+    res = ms_xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof *res);
     /* First the resources, then mark their subresources ("deployments/scale"). */
     cJSON_ArrayForEach(r, list)
     {
@@ -81,9 +80,7 @@ static ms_err_t fetch_gv(ms_kube_client_t *c, const char *api_version, ms__kube_
     atomic_fetch_add(&c->disc_fetches, 1);
     if ((err = ms_kube_get(c, path, &doc, kerr)) != MS_OK)
         return err;
-    g = calloc(1, sizeof *g);
-    if (g == NULL)
-        abort();
+    g = ms_xcalloc(1, sizeof *g);
     snprintf(g->api_version, sizeof g->api_version, "%s", api_version);
     err = ms__kube_discovery_parse(doc, api_version, &g->res, &g->n);
     cJSON_Delete(doc);

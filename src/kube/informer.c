@@ -2,7 +2,7 @@
  * informer.c - the list/watch loop and the cache behind it.
  *
  * One thread per informer: list -> watch -> (resume | relist) forever. The
- * cache is a chained hash map from "namespace/name" to the object; only the
+ * cache is a map (strmap.h) from "namespace/name" to the object; only the
  * informer's thread writes it (under the write lock), readers take the read
  * lock, and notifications run with no lock held.
  *
@@ -19,6 +19,7 @@
 #include "meshscaler/clock.h"
 #include "meshscaler/informer.h"
 #include "meshscaler/log.h"
+#include "meshscaler/strmap.h"
 #include "meshscaler/xalloc.h"
 
 #define KEY_MAX 512
@@ -28,18 +29,11 @@
  * holds "key\0rv\0text\0", rv and text pointing into it (unless its text
  * would not read back the same: see entry_new). */
 typedef struct entry {
-    struct entry *next;
     cJSON *obj;
     const char *rv;
     const char *text;
     char key[];
 } entry_t;
-
-typedef struct {
-    entry_t **buckets;
-    size_t nbuckets; /* power of two */
-    size_t n;
-} map_t;
 
 struct ms_kube_informer {
     ms_kube_client_t *client;
@@ -62,7 +56,7 @@ struct ms_kube_informer {
     atomic_bool reparse_logged; /* a cached text failed to parse (logged once) */
 
     pthread_rwlock_t lock; /* guards cache */
-    map_t cache;
+    ms_strmap_t cache; /* key -> entry_t*, keys in the entries */
     pthread_mutex_t sync_lock;
     pthread_cond_t sync_cond;
     bool synced;
@@ -86,7 +80,6 @@ static entry_t *entry_of_tree(const char *key, cJSON *obj)
     size_t kn = strlen(key) + 1;
     entry_t *e = ms_xmalloc(sizeof *e + kn);
 
-    e->next = NULL;
     e->obj = obj;
     e->rv = rv_of(obj);
     e->text = NULL;
@@ -125,16 +118,12 @@ static bool prints_exactly(const cJSON *obj, const char *text)
  * (prints_exactly). */
 static entry_t *entry_of_text(const char *key, const cJSON *obj)
 {
-    char *text = cJSON_PrintUnformatted(obj);
+    /* cJSON prints any tree it parsed; NULL is its allocation failure. */
+    char *text = ms_xcheck(cJSON_PrintUnformatted(obj), "informer cache text");
     const char *rv = rv_of(obj);
     size_t kn = strlen(key) + 1, rn = strlen(rv) + 1, tn;
     entry_t *e;
 
-    if (text == NULL) {
-        /* cJSON prints any tree it parsed; NULL is its allocation failure. */
-        MS_LOG_ERROR("out of memory printing an object for the cache", MS_S("key", key));
-        abort();
-    }
     if (!prints_exactly(obj, text)) {
         free(text);
         return NULL;
@@ -142,7 +131,6 @@ static entry_t *entry_of_text(const char *key, const cJSON *obj)
     /* Three strings already in memory: their sum cannot overflow. */
     tn = strlen(text) + 1;
     e = ms_xmalloc(sizeof *e + kn + rn + tn);
-    e->next = NULL;
     e->obj = NULL;
     memcpy(e->key, key, kn);
     memcpy(e->key + kn, rv, rn);
@@ -160,15 +148,12 @@ static entry_t *entry_of_text(const char *key, const cJSON *obj)
 static entry_t *entry_new(const ms_kube_informer_t *inf, const char *key, cJSON *obj)
 {
     entry_t *e;
-    cJSON *copy;
 
     if (!inf->compact)
         return entry_of_tree(key, obj);
     if ((e = entry_of_text(key, obj)) != NULL)
         return e;
-    if ((copy = cJSON_Duplicate(obj, true)) == NULL)
-        abort();
-    return entry_of_tree(key, copy);
+    return entry_of_tree(key, ms_xcheck(cJSON_Duplicate(obj, true), "informer cache"));
 }
 
 static void entry_free(entry_t *e)
@@ -205,116 +190,34 @@ static cJSON *entry_copy(ms_kube_informer_t *inf, const entry_t *e)
         entry_read(inf, e, &copy);
         return copy;
     }
-    if ((copy = cJSON_Duplicate(e->obj, true)) == NULL)
-        abort();
-    return copy;
+    return ms_xcheck(cJSON_Duplicate(e->obj, true), "informer object copy");
 }
 
-/* ---- the map ---- */
+/* ---- the map: "namespace/name" -> entry, keys in the entries ---- */
 
-static uint64_t hash(const char *s)
+static const char *entry_key(const void *e, const void *ctx)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    (void)ctx;
+    return ((const entry_t *)e)->key;
 }
 
-static void map_init(map_t *m)
+static void map_init(ms_strmap_t *m) { ms_strmap_init_intrusive(m, entry_key, NULL); }
+
+/* Free every entry of m and empty it. */
+static void map_clear(ms_strmap_t *m)
 {
-    m->nbuckets = 64;
-    m->n = 0;
-    m->buckets = calloc(m->nbuckets, sizeof *m->buckets);
-    if (m->buckets == NULL)
-        abort();
+    size_t pos = 0;
+    const char *key;
+    void *e;
+
+    while (ms_strmap_next(m, &pos, &key, &e))
+        entry_free(e);
+    ms_strmap_cleanup(m);
 }
 
-static void map_free(map_t *m)
-{
-    for (size_t i = 0; i < m->nbuckets; i++) {
-        entry_t *e = m->buckets[i];
-        while (e != NULL) {
-            entry_t *next = e->next;
-            entry_free(e);
-            e = next;
-        }
-    }
-    free(m->buckets);
-    m->buckets = NULL;
-    m->n = 0;
-}
-
-/* The link that points at key's entry, or the NULL that ends its chain. */
-static entry_t **map_link(const map_t *m, const char *key)
-{
-    entry_t **pe = &m->buckets[hash(key) & (m->nbuckets - 1)];
-
-    while (*pe != NULL && strcmp((*pe)->key, key) != 0)
-        pe = &(*pe)->next;
-    return pe;
-}
-
-static entry_t *map_find(const map_t *m, const char *key)
-{
-    return *map_link(m, key);
-}
-
-static void map_grow(map_t *m)
-{
-    size_t nb = m->nbuckets * 2;
-    entry_t **b = calloc(nb, sizeof *b);
-
-    if (b == NULL)
-        abort();
-    for (size_t i = 0; i < m->nbuckets; i++) {
-        entry_t *e = m->buckets[i];
-        while (e != NULL) {
-            entry_t *next = e->next;
-            size_t j = hash(e->key) & (nb - 1);
-            e->next = b[j];
-            b[j] = e;
-            e = next;
-        }
-    }
-    free(m->buckets);
-    m->buckets = b;
-    m->nbuckets = nb;
-}
-
-/* Insert e (the map's from now on), replacing the entry with its key in
- * place; returns the replaced entry (the caller's) or NULL. */
-static entry_t *map_put(map_t *m, entry_t *e)
-{
-    entry_t **pe = map_link(m, e->key);
-    entry_t *old = *pe;
-    size_t j;
-
-    if (old != NULL) {
-        e->next = old->next;
-        *pe = e;
-        return old;
-    }
-    if (m->n >= m->nbuckets)
-        map_grow(m);
-    j = hash(e->key) & (m->nbuckets - 1);
-    e->next = m->buckets[j];
-    m->buckets[j] = e;
-    m->n++;
-    return NULL;
-}
-
-/* Remove key's entry; returns it (the caller's) or NULL. */
-static entry_t *map_del(map_t *m, const char *key)
-{
-    entry_t **pe = map_link(m, key);
-    entry_t *e = *pe;
-
-    if (e != NULL) {
-        *pe = e->next;
-        m->n--;
-    }
-    return e;
-}
+/* Insert e (the map's from now on), replacing the entry with its key;
+ * returns the replaced entry (the caller's) or NULL. */
+static entry_t *map_put(ms_strmap_t *m, entry_t *e) { return ms_strmap_put(m, e->key, e); }
 
 /* ---- helpers ---- */
 
@@ -408,7 +311,7 @@ static void set_rv(ms_kube_informer_t *inf, const char *rv)
 
 typedef struct {
     ms_kube_informer_t *inf;
-    map_t fresh;
+    ms_strmap_t fresh;
 } listing_t;
 
 static ms_err_t on_item(void *ctx, cJSON *item)
@@ -418,15 +321,12 @@ static ms_err_t on_item(void *ctx, cJSON *item)
     cJSON *copy;
 
     if (item == NULL) { /* the list starts over */
-        map_free(&l->fresh);
-        map_init(&l->fresh);
+        map_clear(&l->fresh);
         return MS_OK;
     }
     if (!ms_kube_object_key(item, key, sizeof key))
         return MS_ERR_PARSE;
-    copy = cJSON_Duplicate(item, true);
-    if (copy == NULL)
-        abort();
+    copy = ms_xcheck(cJSON_Duplicate(item, true), "listed object");
     trim(l->inf, copy);
     entry_free(map_put(&l->fresh, entry_new(l->inf, key, copy)));
     if (l->inf->compact)
@@ -456,9 +356,12 @@ static void notify_entries(ms_kube_informer_t *inf, ms_kube_change_t ch, const e
 }
 
 /* Replace the cache with fresh and notify the differences. */
-static void replace(ms_kube_informer_t *inf, map_t *fresh)
+static void replace(ms_kube_informer_t *inf, ms_strmap_t *fresh)
 {
-    map_t old;
+    ms_strmap_t old;
+    size_t pos = 0;
+    const char *key;
+    void *val;
 
     pthread_rwlock_wrlock(&inf->lock);
     old = inf->cache;
@@ -466,20 +369,17 @@ static void replace(ms_kube_informer_t *inf, map_t *fresh)
     pthread_rwlock_unlock(&inf->lock);
     /* Only this thread writes the cache, so its objects stay valid while
      * notifications run without the lock. */
-    for (size_t i = 0; i < inf->cache.nbuckets; i++) {
-        for (entry_t *e = inf->cache.buckets[i]; e != NULL; e = e->next) {
-            entry_t *was = map_find(&old, e->key);
-            if (was == NULL)
-                notify_entries(inf, MS_KUBE_ADDED, e, NULL);
-            else if (strcmp(was->rv, e->rv) != 0)
-                notify_entries(inf, MS_KUBE_UPDATED, e, was);
-        }
+    while (ms_strmap_next(&inf->cache, &pos, &key, &val)) {
+        const entry_t *e = val, *was = ms_strmap_get(&old, key);
+        if (was == NULL)
+            notify_entries(inf, MS_KUBE_ADDED, e, NULL);
+        else if (strcmp(was->rv, e->rv) != 0)
+            notify_entries(inf, MS_KUBE_UPDATED, e, was);
     }
-    for (size_t i = 0; i < old.nbuckets; i++)
-        for (entry_t *e = old.buckets[i]; e != NULL; e = e->next)
-            if (map_find(&inf->cache, e->key) == NULL)
-                notify_entries(inf, MS_KUBE_DELETED, e, NULL);
-    map_free(&old);
+    for (pos = 0; ms_strmap_next(&old, &pos, &key, &val);)
+        if (ms_strmap_get(&inf->cache, key) == NULL)
+            notify_entries(inf, MS_KUBE_DELETED, val, NULL);
+    map_clear(&old);
 }
 
 static ms_err_t list(ms_kube_informer_t *inf, char *rv, size_t rvcap, ms_kube_error_t *kerr)
@@ -498,12 +398,12 @@ static ms_err_t list(ms_kube_informer_t *inf, char *rv, size_t rvcap, ms_kube_er
         inf->stats.lists++;
     pthread_mutex_unlock(&inf->sync_lock);
     if (err != MS_OK) {
-        map_free(&l.fresh);
+        map_clear(&l.fresh);
         return err;
     }
     replace(inf, &l.fresh);
     pthread_mutex_lock(&inf->sync_lock);
-    inf->stats.objects = inf->cache.n;
+    inf->stats.objects = ms_strmap_size(&inf->cache);
     snprintf(inf->stats.resource_version, sizeof inf->stats.resource_version, "%s", rv);
     if (!inf->synced) {
         inf->synced = true;
@@ -568,11 +468,11 @@ static ms_err_t on_event(void *ctx, ms_kube_event_type_t type, cJSON *obj)
     if (type != MS_KUBE_EV_DELETED)
         e = entry_new(inf, key, obj); /* before the lock: compact mode prints */
     pthread_rwlock_wrlock(&inf->lock);
-    was = e != NULL ? map_put(&inf->cache, e) : map_del(&inf->cache, key);
+    was = e != NULL ? map_put(&inf->cache, e) : ms_strmap_del(&inf->cache, key);
     pthread_rwlock_unlock(&inf->lock);
     pthread_mutex_lock(&inf->sync_lock);
     inf->stats.events++;
-    inf->stats.objects = inf->cache.n;
+    inf->stats.objects = ms_strmap_size(&inf->cache);
     snprintf(inf->stats.resource_version, sizeof inf->stats.resource_version, "%s", w->rv);
     pthread_mutex_unlock(&inf->sync_lock);
     notify_event(inf, type, obj, was);
@@ -689,12 +589,10 @@ static void *run(void *arg)
 
 ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_informer_options_t *o)
 {
-    ms_kube_informer_t *inf = calloc(1, sizeof *inf);
+    ms_kube_informer_t *inf = ms_xcalloc(1, sizeof *inf);
 
-    if (inf == NULL || (inf->path = strdup(o->path)) == NULL)
-        abort();
-    if (o->label_selector != NULL && (inf->label_selector = strdup(o->label_selector)) == NULL)
-        abort();
+    inf->path = ms_xstrdup(o->path);
+    inf->label_selector = ms_xstrdup_opt(o->label_selector);
     inf->client = c;
     inf->page_size = o->page_size;
     inf->watch_timeout = o->watch_timeout_seconds;
@@ -708,14 +606,11 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
         size_t n = 0, a = sizeof always / sizeof always[0];
         while (o->keep[n] != NULL)
             n++;
-        if ((inf->keep = calloc(n + a + 1, sizeof *inf->keep)) == NULL)
-            abort();
+        inf->keep = ms_xcalloc(n + a + 1, sizeof *inf->keep);
         for (size_t i = 0; i < a; i++)
-            if ((inf->keep[i] = strdup(always[i])) == NULL)
-                abort();
+            inf->keep[i] = ms_xstrdup(always[i]);
         for (size_t i = 0; i < n; i++)
-            if ((inf->keep[a + i] = strdup(o->keep[i])) == NULL)
-                abort();
+            inf->keep[a + i] = ms_xstrdup(o->keep[i]);
     }
     inf->transform = o->transform;
     inf->notify = o->notify;
@@ -726,7 +621,7 @@ ms_kube_informer_t *ms_kube_informer_new(ms_kube_client_t *c, const ms_kube_info
     atomic_init(&inf->reparse_logged, false);
     pthread_rwlock_init(&inf->lock, NULL);
     pthread_mutex_init(&inf->sync_lock, NULL);
-    pthread_cond_init(&inf->sync_cond, NULL);
+    ms_clock_cond_init(&inf->sync_cond);
     map_init(&inf->cache);
     return inf;
 }
@@ -741,19 +636,12 @@ ms_err_t ms_kube_informer_start(ms_kube_informer_t *inf)
 
 bool ms_kube_informer_wait_synced(ms_kube_informer_t *inf, double timeout_seconds)
 {
-    struct timespec ts;
+    double deadline = ms_clock_monotonic() + timeout_seconds;
     bool synced;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)timeout_seconds;
-    ts.tv_nsec += (long)((timeout_seconds - (double)(time_t)timeout_seconds) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&inf->sync_lock);
     while (!inf->synced)
-        if (pthread_cond_timedwait(&inf->sync_cond, &inf->sync_lock, &ts) != 0)
+        if (!ms_clock_cond_wait_until(&inf->sync_cond, &inf->sync_lock, deadline))
             break;
     synced = inf->synced;
     pthread_mutex_unlock(&inf->sync_lock);
@@ -773,7 +661,7 @@ void ms_kube_informer_free(ms_kube_informer_t *inf)
     atomic_store(&inf->stop, true);
     if (inf->started)
         pthread_join(inf->thread, NULL);
-    map_free(&inf->cache);
+    map_clear(&inf->cache);
     pthread_rwlock_destroy(&inf->lock);
     pthread_mutex_destroy(&inf->sync_lock);
     pthread_cond_destroy(&inf->sync_cond);
@@ -791,7 +679,7 @@ cJSON *ms_kube_informer_get(ms_kube_informer_t *inf, const char *key)
     cJSON *copy = NULL;
 
     pthread_rwlock_rdlock(&inf->lock);
-    e = map_find(&inf->cache, key);
+    e = ms_strmap_get(&inf->cache, key);
     if (e != NULL)
         copy = entry_copy(inf, e);
     pthread_rwlock_unlock(&inf->lock);
@@ -806,7 +694,7 @@ bool ms_kube_informer_visit(ms_kube_informer_t *inf, const char *key,
     const cJSON *obj = NULL;
 
     pthread_rwlock_rdlock(&inf->lock);
-    e = map_find(&inf->cache, key);
+    e = ms_strmap_get(&inf->cache, key);
     if (e != NULL)
         obj = entry_read(inf, e, &parsed);
     fn(ctx, obj);
@@ -820,7 +708,7 @@ size_t ms_kube_informer_size(ms_kube_informer_t *inf)
     size_t n;
 
     pthread_rwlock_rdlock(&inf->lock);
-    n = inf->cache.n;
+    n = ms_strmap_size(&inf->cache);
     pthread_rwlock_unlock(&inf->lock);
     return n;
 }
@@ -828,15 +716,18 @@ size_t ms_kube_informer_size(ms_kube_informer_t *inf)
 void ms_kube_informer_foreach(ms_kube_informer_t *inf,
                               void (*fn)(void *ctx, const char *key, const cJSON *obj), void *ctx)
 {
+    size_t pos = 0;
+    const char *key;
+    void *e;
+
     pthread_rwlock_rdlock(&inf->lock);
-    for (size_t i = 0; i < inf->cache.nbuckets; i++)
-        for (entry_t *e = inf->cache.buckets[i]; e != NULL; e = e->next) {
-            cJSON *parsed;
-            const cJSON *obj = entry_read(inf, e, &parsed);
-            if (obj != NULL)
-                fn(ctx, e->key, obj);
-            cJSON_Delete(parsed);
-        }
+    while (ms_strmap_next(&inf->cache, &pos, &key, &e)) {
+        cJSON *parsed;
+        const cJSON *obj = entry_read(inf, e, &parsed);
+        if (obj != NULL)
+            fn(ctx, key, obj);
+        cJSON_Delete(parsed);
+    }
     pthread_rwlock_unlock(&inf->lock);
 }
 

@@ -11,6 +11,7 @@
 #include "meshscaler/clock.h"
 #include "meshscaler/kube_events.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 #define KEY_MAX 2048
 
@@ -58,11 +59,10 @@ bool ms__kube_event_key(char *buf, size_t cap, const char *source, const char *a
 ms_kube_recorder_t *ms_kube_recorder_new(ms_kube_client_t *c, const char *component,
                                          const char *instance)
 {
-    ms_kube_recorder_t *r = calloc(1, sizeof *r);
+    ms_kube_recorder_t *r = ms_xcalloc(1, sizeof *r);
 
-    if (r == NULL || (r->component = strdup(component ? component : "meshscaler")) == NULL ||
-        (r->instance = strdup(instance ? instance : "")) == NULL)
-        abort();
+    r->component = ms_xstrdup(component ? component : "meshscaler");
+    r->instance = ms_xstrdup(instance ? instance : "");
     r->client = c;
     pthread_mutex_init(&r->lock, NULL);
     return r;
@@ -198,9 +198,8 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
         free(s);
         r->n--;
     }
-    s = calloc(1, sizeof *s);
-    if (s == NULL || (s->key = strdup(key)) == NULL)
-        abort();
+    s = ms_xcalloc(1, sizeof *s);
+    s->key = ms_xstrdup(key);
     snprintf(s->namespace_, sizeof s->namespace_, "%s", o->namespace_ ? o->namespace_ : "default");
     /* client-go names events NAME.<unix nanoseconds in hex>. */
     snprintf(s->name, sizeof s->name, "%.200s.%llx%02lx", o->name,

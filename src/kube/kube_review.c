@@ -61,11 +61,9 @@ static bool plausible_token(const char *token)
 static ms_err_t post(ms_kube_client_t *c, const char *path, const cJSON *obj, cJSON **out,
                      ms_kube_error_t *kerr)
 {
-    char *body = cJSON_PrintUnformatted(obj);
+    char *body = ms_xcheck(cJSON_PrintUnformatted(obj), "review body");
     ms_err_t err;
 
-    if (body == NULL)
-        abort();
     err = ms_kube_request(c, "POST", path, "application/json", body, strlen(body), out, kerr);
     explicit_bzero(body, strlen(body));
     cJSON_free(body);
@@ -102,8 +100,8 @@ static void read_user(const cJSON *user, ms_kube_user_t *u)
                 u->groups[u->ngroups++] = ms_xstrdup(g->valuestring);
         }
     }
-    if (cJSON_IsObject(extra) && (u->extra = cJSON_Duplicate(extra, true)) == NULL)
-        abort();
+    if (cJSON_IsObject(extra))
+        u->extra = ms_xcheck(cJSON_Duplicate(extra, true), "user extra");
 }
 
 ms_err_t ms_kube_review_token(ms_kube_client_t *c, const char *token, bool *authenticated,
@@ -125,9 +123,7 @@ ms_err_t ms_kube_review_token(ms_kube_client_t *c, const char *token, bool *auth
     cJSON_AddStringToObject(req, "apiVersion", "authentication.k8s.io/v1");
     cJSON_AddStringToObject(req, "kind", "TokenReview");
     spec = cJSON_AddObjectToObject(req, "spec");
-    tok = cJSON_AddStringToObject(spec, "token", token);
-    if (tok == NULL)
-        abort();
+    tok = ms_xcheck(cJSON_AddStringToObject(spec, "token", token), "token review");
     err = post(c, TOKEN_REVIEWS, req, &resp, kerr);
     explicit_bzero(tok->valuestring, strlen(tok->valuestring));
     cJSON_Delete(req);
@@ -213,7 +209,7 @@ static void cache_key(const char *token, const char *path, const char *verb, uns
         !EVP_DigestUpdate(md, verb, strlen(verb) + 1) ||
         !EVP_DigestUpdate(md, token, strlen(token)) || !EVP_DigestFinal_ex(md, key, &n) ||
         n != 32)
-        abort(); /* SHA-256 is always there; failing here is memory */
+        ms_oom("token hash"); /* SHA-256 is always there; failing here is memory */
     EVP_MD_CTX_free(md);
 }
 

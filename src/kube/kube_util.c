@@ -15,17 +15,12 @@ bool ms__kube_sleep(double seconds, const atomic_bool *cancel)
 
     for (;;) {
         double left = end - ms_clock_monotonic();
-        double step;
-        struct timespec ts;
 
         if (cancel != NULL && atomic_load(cancel))
             return false;
         if (left <= 0)
             return true;
-        step = left < 0.05 ? left : 0.05; /* notice cancellation within 50 ms */
-        ts.tv_sec = (time_t)step;
-        ts.tv_nsec = (long)((step - (double)ts.tv_sec) * 1e9);
-        nanosleep(&ts, NULL);
+        ms_clock_sleep(left < 0.05 ? left : 0.05); /* notice cancellation within 50 ms */
     }
 }
 

@@ -112,17 +112,9 @@ static ms_err_t get_bool(kdoc_t *kd, yaml_node_t *map, const char *key, ms_jpath
 /* Make path absolute against the file's directory. */
 static char *resolve(const kdoc_t *kd, const char *path)
 {
-    size_t need;
-    char *abs;
-
     if (path[0] == '/' || kd->dir[0] == '\0')
         return ms_xstrdup(path);
-    need = strlen(kd->dir) + strlen(path) + 2;
-    abs = malloc(need);
-    if (abs == NULL)
-        abort();
-    snprintf(abs, need, "%s/%s", kd->dir, path);
-    return abs;
+    return ms_xasprintf("%s/%s", kd->dir, path);
 }
 
 /* A file-or-data pair (certificate-authority / certificate-authority-data):
@@ -328,9 +320,7 @@ static ms_err_t read_string_list(kdoc_t *kd, yaml_node_t *seq, ms_jpath_t *p, ch
     if (seq->type != YAML_SEQUENCE_NODE)
         return fail(errbuf, errlen, kd, p, "not a list");
     count = (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
-    *out = calloc(count + 1, sizeof **out);
-    if (*out == NULL)
-        abort();
+    *out = ms_xcalloc(count + 1, sizeof **out);
     for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
          it++, i++) {
         yaml_node_t *s = yaml_document_get_node(&kd->doc, *it);
@@ -346,13 +336,11 @@ static ms_err_t read_string_list(kdoc_t *kd, yaml_node_t *seq, ms_jpath_t *p, ch
 static ms_err_t read_exec(kdoc_t *kd, yaml_node_t *ex, ms_jpath_t *p, ms_kube_config_t *c,
                           char *errbuf, size_t errlen)
 {
-    ms_kube_exec_config_t *x = calloc(1, sizeof *x);
+    ms_kube_exec_config_t *x = ms_xcalloc(1, sizeof *x);
     yaml_node_t *env;
     ms_err_t err;
     size_t mark;
 
-    if (x == NULL)
-        abort();
     c->exec = x;
     if (ex->type != YAML_MAPPING_NODE)
         return fail(errbuf, errlen, kd, p, "not a mapping");
@@ -383,14 +371,12 @@ static ms_err_t read_exec(kdoc_t *kd, yaml_node_t *ex, ms_jpath_t *p, ms_kube_co
         if (env->type != YAML_SEQUENCE_NODE)
             return fail(errbuf, errlen, kd, p, "not a list");
         count = (size_t)(env->data.sequence.items.top - env->data.sequence.items.start);
-        x->env = calloc(count + 1, sizeof *x->env);
-        if (x->env == NULL)
-            abort();
+        x->env = ms_xcalloc(count + 1, sizeof *x->env);
         for (yaml_node_item_t *it = env->data.sequence.items.start;
              it < env->data.sequence.items.top; it++, i++) {
             yaml_node_t *kv = yaml_document_get_node(&kd->doc, *it);
             char *name = NULL, *value = NULL;
-            size_t need, m2 = ms_jpath_push_index(p, i);
+            size_t m2 = ms_jpath_push_index(p, i);
 
             if (kv == NULL || kv->type != YAML_MAPPING_NODE)
                 return fail(errbuf, errlen, kd, p, "not a mapping");
@@ -405,11 +391,7 @@ static ms_err_t read_exec(kdoc_t *kd, yaml_node_t *ex, ms_jpath_t *p, ms_kube_co
                 ms_jpath_push_key(p, "name");
                 return fail(errbuf, errlen, kd, p, "missing or not a variable name");
             }
-            need = strlen(name) + (value ? strlen(value) : 0) + 2;
-            x->env[x->nenv] = malloc(need);
-            if (x->env[x->nenv] == NULL)
-                abort();
-            snprintf(x->env[x->nenv++], need, "%s=%s", name, value ? value : "");
+            x->env[x->nenv++] = ms_xasprintf("%s=%s", name, value ? value : "");
             free(name);
             free(value);
             ms_jpath_pop(p, m2);
@@ -508,14 +490,12 @@ static void source_of(kdoc_t *docs, size_t n, char *buf, size_t cap)
 static ms_err_t resolve_docs(kdoc_t *docs, size_t n, const char *context, ms_kube_config_t **out,
                              char *errbuf, size_t errlen)
 {
-    ms_kube_config_t *c = calloc(1, sizeof *c);
+    ms_kube_config_t *c = ms_xcalloc(1, sizeof *c);
     char *cur = NULL, *cluster = NULL, *user = NULL, src[1024];
     entry_t ctx, ce, ue;
     bool found;
     ms_err_t err;
 
-    if (c == NULL)
-        abort();
     source_of(docs, n, src, sizeof src);
     c->source = ms_xstrdup(src);
     if (context == NULL || context[0] == '\0') {

@@ -41,10 +41,7 @@ static requirement_t *add_requirement(ms_label_selector_t *s, const char *key, s
 {
     requirement_t *r;
 
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 4;
-        s->reqs = ms_xrealloc(s->reqs, s->cap * sizeof *s->reqs);
-    }
+    s->reqs = ms_xgrow(s->reqs, &s->cap, s->n + 1, sizeof *s->reqs);
     r = &s->reqs[s->n++];
     memset(r, 0, sizeof *r);
     r->key = ms_xstrndup(key, keylen);

@@ -39,9 +39,7 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
         ms_errf(errbuf, errlen, MS_ERR_INVALID, "leader election: namespace, name and identity are required");
         return NULL;
     }
-    e = calloc(1, sizeof *e);
-    if (e == NULL)
-        abort();
+    e = ms_xcalloc(1, sizeof *e);
     e->duration = o->lease_duration > 0 ? o->lease_duration : 15;
     e->deadline = o->renew_deadline > 0 ? o->renew_deadline : 10;
     e->retry = o->retry_period > 0 ? o->retry_period : 2;

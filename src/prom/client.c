@@ -78,10 +78,8 @@ static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 static char *base64(const unsigned char *in, size_t n)
 {
     size_t olen = 4 * ((n + 2) / 3), o = 0;
-    char *out = malloc(olen + 1);
+    char *out = ms_xmalloc(olen + 1);
 
-    if (out == NULL)
-        return NULL;
     for (size_t i = 0; i < n; i += 3) {
         unsigned v = (unsigned)in[i] << 16;
         if (i + 1 < n)
@@ -100,11 +98,9 @@ static char *base64(const unsigned char *in, size_t n)
 static char *basic_header(const char *user, const char *password)
 {
     size_t ul = strlen(user), pl = password ? strlen(password) : 0;
-    unsigned char *raw = malloc(ul + pl + 2);
+    unsigned char *raw = ms_xmalloc(ul + pl + 2);
     char *enc, *h;
 
-    if (raw == NULL)
-        return NULL;
     memcpy(raw, user, ul);
     raw[ul] = ':';
     if (pl)
@@ -112,8 +108,6 @@ static char *basic_header(const char *user, const char *password)
     enc = base64(raw, ul + 1 + pl);
     memset(raw, 0, ul + 1 + pl); /* the password does not linger */
     free(raw);
-    if (enc == NULL)
-        return NULL;
     h = concat("Authorization: Basic ", enc);
     memset(enc, 0, strlen(enc));
     free(enc);
@@ -189,8 +183,8 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
             c->headers[i] = ms_xstrdup(o->headers[i]);
         c->nheaders = o->nheaders;
     }
-    if (o->basic_user != NULL && (c->basic_header = basic_header(o->basic_user, o->basic_password)) == NULL)
-        abort();
+    if (o->basic_user != NULL)
+        c->basic_header = basic_header(o->basic_user, o->basic_password);
     if (o->bearer_token != NULL)
         c->token_header = concat("Authorization: Bearer ", o->bearer_token);
     if (o->bearer_token_file != NULL)

@@ -71,31 +71,18 @@ typedef struct {
     ms_buf_t b;
 } text_t;
 
+/* Append to t, whose buffer has no cap: with our own formats, only memory
+ * can run out. */
 __attribute__((format(printf, 2, 3))) static void add(text_t *t, const char *fmt, ...)
 {
-    char small[512];
     va_list ap;
-    int n;
+    ms_err_t err;
 
     va_start(ap, fmt);
-    n = vsnprintf(small, sizeof small, fmt, ap);
+    err = ms_buf_vappendf(&t->b, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        abort();
-    if ((size_t)n < sizeof small) {
-        if (ms_buf_append(&t->b, small, (size_t)n) != MS_OK)
-            abort();
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (big == NULL)
-        abort();
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    if (ms_buf_append(&t->b, big, (size_t)n) != MS_OK)
-        abort();
-    free(big);
+    if (err != MS_OK)
+        ms_oom("preset query");
 }
 
 typedef struct {

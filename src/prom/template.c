@@ -13,16 +13,10 @@
 #include <string.h>
 
 #include "meshscaler/buf.h"
-#include "meshscaler/log.h"
 #include "meshscaler/prom_sources.h"
+#include "meshscaler/xalloc.h"
 
 #define EXPANDED_MAX (1024u * 1024u)
-
-static void oom(void)
-{
-    MS_LOG_ERROR("out of memory", MS_S("where", "prom template"));
-    abort();
-}
 
 /* A capped output: `too_long` remembers an append that did not fit. */
 typedef struct {
@@ -34,7 +28,7 @@ static void put(out_t *o, const char *s, size_t n)
 {
     ms_err_t err = ms_buf_append(&o->b, s, n);
     if (err == MS_ERR_NOMEM)
-        oom();
+        ms_oom("prom template");
     if (err != MS_OK)
         o->too_long = true;
 }
@@ -48,9 +42,7 @@ char *ms_prom_regex_escape(const char *s)
 
     for (const char *p = s; *p; p++)
         n += is_meta(*p) ? 2 : 1;
-    out = malloc(n + 1);
-    if (out == NULL)
-        oom();
+    out = ms_xmalloc(n + 1);
     o = out;
     for (const char *p = s; *p; p++) {
         if (is_meta(*p))

@@ -86,8 +86,6 @@ static void index_put(ms_strmap_t *m, const char *key, size_t idx)
     ms_strmap_put(m, key, (void *)(uintptr_t)(idx + 1));
 }
 
-static char *dup_opt(const char *s) { return s != NULL ? ms_xstrdup(s) : NULL; }
-
 ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *o, char *errbuf, size_t errlen)
 {
     ms_prom_tick_t *t;
@@ -100,8 +98,8 @@ ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *o, char *errbuf
         return NULL;
     free(probe);
     t = ms_xcalloc(1, sizeof *t);
-    t->workload_label = dup_opt(o->workload_label);
-    t->rate_window = dup_opt(o->rate_window);
+    t->workload_label = ms_xstrdup_opt(o->workload_label);
+    t->rate_window = ms_xstrdup_opt(o->rate_window);
     t->opts = *o;
     t->opts.workload_label = t->workload_label;
     t->opts.rate_window = t->rate_window;
@@ -159,7 +157,7 @@ void ms_prom_tick_free(ms_prom_tick_t *t)
 static size_t keep_detail(ms_prom_tick_t *t, const char *line)
 {
     t->details = ms_xgrow(t->details, &t->capdetails, t->ndetails + 1, sizeof *t->details);
-    t->details[t->ndetails] = dup_opt(line);
+    t->details[t->ndetails] = ms_xstrdup_opt(line);
     return t->ndetails++;
 }
 

@@ -1,9 +1,10 @@
 /*
  * metrics.c - the registry behind /metrics.
  *
- * Each family keeps its series in an array plus an open-addressing index
- * keyed by the joined label values, so updating one of 10,000 per-object
- * gauges costs a hash, not a scan.
+ * Each family keeps its series in an array (rendered in that order) plus
+ * an index (strmap.h) from the joined label values to the series, so
+ * updating one of 10,000 per-object gauges costs a hash, not a scan.
+ * Allocation failure aborts (xalloc.h).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 
 #include "meshscaler/metrics.h"
+#include "meshscaler/strmap.h"
+#include "meshscaler/xalloc.h"
 
 typedef struct {
     char *key;                               /* label values joined by '\x1f'; owned */
@@ -34,22 +37,20 @@ typedef struct {
     size_t nbounds;
     series_t *series;
     size_t nseries, cap;
-    size_t *index; /* slot -> series index + 1; 0 is empty */
-    size_t index_cap;
+    ms_strmap_t index; /* key -> series index + 1; keys in the series */
 } family_t;
 
 struct ms_metrics {
     pthread_mutex_t lock;
-    family_t *families;
+    family_t **families; /* each allocated once: its index points at it */
     size_t nfamilies;
 };
 
 ms_metrics_t *ms_metrics_new(void)
 {
-    ms_metrics_t *m = calloc(1, sizeof *m);
+    ms_metrics_t *m = ms_xcalloc(1, sizeof *m);
 
-    if (m != NULL)
-        pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->lock, NULL);
     return m;
 }
 
@@ -65,34 +66,40 @@ void ms_metrics_free(ms_metrics_t *m)
     if (m == NULL)
         return;
     for (size_t f = 0; f < m->nfamilies; f++) {
-        family_t *fam = &m->families[f];
+        family_t *fam = m->families[f];
         for (size_t i = 0; i < fam->nseries; i++)
             series_free(&fam->series[i]);
         free(fam->series);
-        free(fam->index);
+        ms_strmap_cleanup(&fam->index);
         free(fam->bounds);
+        free(fam);
     }
     free(m->families);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
 
+/* The index's values are series indexes + 1 (never NULL). */
+static void *index_of(size_t i) { return (void *)(uintptr_t)(i + 1); }
+
+static const char *series_key(const void *val, const void *fam)
+{
+    return ((const family_t *)fam)->series[(uintptr_t)val - 1].key;
+}
+
 int ms_metrics_family(ms_metrics_t *m, ms_metric_kind_t kind, const char *name, const char *help,
                       const char *const *labels, size_t nlabels, const double *buckets,
                       size_t nbuckets)
 {
-    family_t *fams, *fam;
-    int id = -1;
+    family_t *fam;
+    int id;
 
     if (nlabels > MS_METRICS_MAX_LABELS)
         return -1;
     pthread_mutex_lock(&m->lock);
-    fams = realloc(m->families, (m->nfamilies + 1) * sizeof *fams);
-    if (fams == NULL)
-        goto out;
-    m->families = fams;
-    fam = &fams[m->nfamilies];
-    memset(fam, 0, sizeof *fam);
+    m->families = ms_xrealloc(m->families, (m->nfamilies + 1) * sizeof *m->families);
+    fam = m->families[m->nfamilies] = ms_xcalloc(1, sizeof *fam);
+    ms_strmap_init_intrusive(&fam->index, series_key, fam);
     fam->kind = kind;
     fam->name = name;
     fam->help = help;
@@ -100,29 +107,17 @@ int ms_metrics_family(ms_metrics_t *m, ms_metric_kind_t kind, const char *name, 
     for (size_t i = 0; i < nlabels; i++)
         fam->labels[i] = labels[i];
     if (kind == MS_METRIC_HISTOGRAM && nbuckets > 0) {
-        fam->bounds = malloc(nbuckets * sizeof *fam->bounds);
-        if (fam->bounds == NULL)
-            goto out;
+        fam->bounds = ms_xmalloc(nbuckets * sizeof *fam->bounds);
         memcpy(fam->bounds, buckets, nbuckets * sizeof *fam->bounds);
         fam->nbounds = nbuckets;
     }
     id = (int)m->nfamilies++;
-out:
     pthread_mutex_unlock(&m->lock);
     return id;
 }
 
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 /* The label values joined by '\x1f': into buf when they fit (every update
- * of an existing series), else a new allocation the caller frees. NULL when
- * that allocation fails. */
+ * of an existing series), else a new allocation the caller frees. */
 static char *join(const char *const *values, size_t n, char *buf, size_t cap)
 {
     size_t len = 1;
@@ -130,9 +125,7 @@ static char *join(const char *const *values, size_t n, char *buf, size_t cap)
 
     for (size_t i = 0; i < n; i++)
         len += strlen(values[i] ? values[i] : "") + 1;
-    key = len <= cap ? buf : malloc(len);
-    if (key == NULL)
-        return NULL;
+    key = len <= cap ? buf : ms_xmalloc(len);
     p = key;
     for (size_t i = 0; i < n; i++) {
         size_t l = strlen(values[i] ? values[i] : "");
@@ -150,10 +143,8 @@ static char *join(const char *const *values, size_t n, char *buf, size_t cap)
 static char *key_block(const char *key, char **values, size_t n)
 {
     size_t len = strlen(key) + 1;
-    char *block = malloc(2 * len), *p;
+    char *block = ms_xmalloc(2 * len), *p;
 
-    if (block == NULL)
-        return NULL;
     memcpy(block, key, len);
     p = block + len;
     memcpy(p, key, len);
@@ -165,128 +156,26 @@ static char *key_block(const char *key, char **values, size_t n)
     return block;
 }
 
-static void index_insert(size_t *index, size_t cap, const char *key, size_t i)
-{
-    size_t slot = hash(key) & (cap - 1);
 
-    while (index[slot] != 0)
-        slot = (slot + 1) & (cap - 1);
-    index[slot] = i + 1;
-}
-
-/* The slot holding series i (whose key is key). */
-static size_t index_slot(const family_t *fam, const char *key, size_t i)
-{
-    size_t slot = hash(key) & (fam->index_cap - 1);
-
-    while (fam->index[slot] != i + 1)
-        slot = (slot + 1) & (fam->index_cap - 1);
-    return slot;
-}
-
-/* Empty a slot and shift later entries of its probe run back into it
- * (backward-shift deletion: no tombstones, lookups stay short). */
-static void index_delete(family_t *fam, size_t hole)
-{
-    size_t mask = fam->index_cap - 1, j = hole;
-
-    fam->index[hole] = 0;
-    for (;;) {
-        size_t home;
-        j = (j + 1) & mask;
-        if (fam->index[j] == 0)
-            return;
-        home = hash(fam->series[fam->index[j] - 1].key) & mask;
-        /* The entry at j stays when its home lies cyclically in (hole, j]. */
-        if (hole <= j ? (home > hole && home <= j) : (home > hole || home <= j))
-            continue;
-        fam->index[hole] = fam->index[j];
-        fam->index[j] = 0;
-        hole = j;
-    }
-}
-
-/* Rebuild the index with room for twice the series (linear probing stays
- * short below half full). */
-static bool reindex(family_t *fam)
-{
-    size_t cap = 16;
-    size_t *index;
-
-    while (cap < fam->nseries * 2 + 2)
-        cap *= 2;
-    index = calloc(cap, sizeof *index);
-    if (index == NULL)
-        return false;
-    for (size_t i = 0; i < fam->nseries; i++)
-        index_insert(index, cap, fam->series[i].key, i);
-    free(fam->index);
-    fam->index = index;
-    fam->index_cap = cap;
-    return true;
-}
-
-/* The series for these values, created when create is set; NULL otherwise
- * (or on allocation failure, when the update is dropped rather than abort
- * the controller over a metric). */
+/* The series for these values, created when create is set; NULL otherwise. */
 static series_t *lookup(family_t *fam, const char *const *values, bool create)
 {
     char buf[512];
-    char *key = join(values, fam->nlabels, buf, sizeof buf), *block = NULL;
-    char *s_values[MS_METRICS_MAX_LABELS] = {0};
+    char *key = join(values, fam->nlabels, buf, sizeof buf);
+    void *at = ms_strmap_get(&fam->index, key);
     series_t *s = NULL;
-    size_t slot;
 
-    if (key == NULL)
-        return NULL;
-    if (fam->index_cap > 0) {
-        slot = hash(key) & (fam->index_cap - 1);
-        while (fam->index[slot] != 0) {
-            size_t i = fam->index[slot];
-            if (strcmp(fam->series[i - 1].key, key) == 0) {
-                if (key != buf)
-                    free(key);
-                return &fam->series[i - 1];
-            }
-            slot = (slot + 1) & (fam->index_cap - 1);
-        }
+    if (at != NULL) {
+        s = &fam->series[(uintptr_t)at - 1];
+    } else if (create) {
+        fam->series = ms_xgrow(fam->series, &fam->cap, fam->nseries + 1, sizeof *fam->series);
+        s = &fam->series[fam->nseries];
+        memset(s, 0, sizeof *s);
+        s->key = key_block(key, s->values, fam->nlabels);
+        if (fam->kind == MS_METRIC_HISTOGRAM)
+            s->buckets = ms_xcalloc(fam->nbounds + 1, sizeof *s->buckets);
+        ms_strmap_put(&fam->index, s->key, index_of(fam->nseries++));
     }
-    if (!create)
-        goto out;
-    if ((block = key_block(key, s_values, fam->nlabels)) == NULL)
-        goto out;
-    if (fam->nseries == fam->cap) {
-        size_t cap = fam->cap ? fam->cap * 2 : 8;
-        series_t *arr = realloc(fam->series, cap * sizeof *arr);
-        if (arr == NULL)
-            goto out;
-        fam->series = arr;
-        fam->cap = cap;
-    }
-    s = &fam->series[fam->nseries];
-    memset(s, 0, sizeof *s);
-    s->key = block;
-    block = NULL;
-    memcpy(s->values, s_values, sizeof s->values);
-    if (fam->kind == MS_METRIC_HISTOGRAM &&
-        (s->buckets = calloc(fam->nbounds + 1, sizeof *s->buckets)) == NULL)
-        goto fail;
-    fam->nseries++;
-    if (fam->nseries * 2 + 2 > fam->index_cap) {
-        if (!reindex(fam)) {
-            fam->nseries--;
-            series_free(s);
-            return NULL;
-        }
-    } else {
-        index_insert(fam->index, fam->index_cap, s->key, fam->nseries - 1);
-    }
-    return s;
-fail:
-    series_free(s);
-    s = NULL;
-out:
-    free(block);
     if (key != buf)
         free(key);
     return s;
@@ -294,7 +183,7 @@ out:
 
 static family_t *family(ms_metrics_t *m, int id)
 {
-    return id >= 0 && (size_t)id < m->nfamilies ? &m->families[id] : NULL;
+    return id >= 0 && (size_t)id < m->nfamilies ? m->families[id] : NULL;
 }
 
 void ms_metrics_add(ms_metrics_t *m, int id, const char *const *values, double delta)
@@ -350,15 +239,18 @@ void ms_metrics_remove_matching(ms_metrics_t *m, int id, const char *const *valu
         size_t l = 0;
         while (l < n && strcmp(s->values[l], values[l] ? values[l] : "") == 0)
             l++;
-        if (l == n)
+        if (l == n) {
+            ms_strmap_del(&fam->index, s->key);
             series_free(s);
-        else
-            fam->series[kept++] = *s;
+            continue;
+        }
+        if (kept != i) {
+            fam->series[kept] = *s;
+            ms_strmap_put(&fam->index, s->key, index_of(kept));
+        }
+        kept++;
     }
-    if (kept != fam->nseries) {
-        fam->nseries = kept;
-        reindex(fam);
-    }
+    fam->nseries = kept;
 out:
     pthread_mutex_unlock(&m->lock);
 }
@@ -373,12 +265,12 @@ void ms_metrics_remove(ms_metrics_t *m, int id, const char *const *values)
         size_t i = (size_t)(s - fam->series), last = fam->nseries - 1;
         /* O(1): a reason or condition series is replaced on every change of
          * an object's state, at 10,000 objects a rebuild each time would not
-         * be. The last series moves into the hole; its slot follows it. */
-        index_delete(fam, index_slot(fam, s->key, i));
+         * be. The last series moves into the hole; its index follows it. */
+        ms_strmap_del(&fam->index, s->key);
         series_free(s);
         if (i != last) {
             fam->series[i] = fam->series[last];
-            fam->index[index_slot(fam, fam->series[i].key, last)] = i + 1;
+            ms_strmap_put(&fam->index, fam->series[i].key, index_of(i));
         }
         fam->nseries--;
     }
@@ -479,7 +371,7 @@ ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
 
     pthread_mutex_lock(&m->lock);
     for (size_t f = 0; f < m->nfamilies && err == MS_OK; f++) {
-        const family_t *fam = &m->families[f];
+        const family_t *fam = m->families[f];
 
         err = ms_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, kinds[fam->kind]);
         for (size_t i = 0; i < fam->nseries && err == MS_OK; i++) {

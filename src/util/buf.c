@@ -104,3 +104,25 @@ void ms_buf_cleanup(ms_buf_t *b)
     free(b->data);
     ms_buf_init(b, b->max);
 }
+
+void ms_fixbuf_init(ms_fixbuf_t *f, char *data, size_t cap)
+{
+    f->data = data;
+    f->cap = cap;
+    f->used = 0;
+    if (cap > 0)
+        data[0] = '\0';
+}
+
+void ms_fixbuf_appendf(ms_fixbuf_t *f, const char *fmt, ...)
+{
+    size_t room = f->used < f->cap ? f->cap - f->used : 0;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(room ? f->data + f->used : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        f->used += (size_t)n;
+}

@@ -1,5 +1,7 @@
-/* clock.c - CLOCK_MONOTONIC and CLOCK_REALTIME as double seconds, and RFC 3339
- * timestamps of wall-clock seconds. */
+/* clock.c - CLOCK_MONOTONIC and CLOCK_REALTIME as double seconds, waits and
+ * sleeps on CLOCK_MONOTONIC, and RFC 3339 timestamps of wall-clock seconds. */
+#include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +20,52 @@ static double read_clock(clockid_t id)
 double ms_clock_monotonic(void) { return read_clock(CLOCK_MONOTONIC); }
 
 double ms_clock_wall(void) { return read_clock(CLOCK_REALTIME); }
+
+/* seconds (clamped to 0 .. a day) as a timespec. */
+static struct timespec span(double seconds)
+{
+    struct timespec ts;
+
+    if (!(seconds > 0)) /* also NaN */
+        seconds = 0;
+    if (seconds > 86400)
+        seconds = 86400;
+    ts.tv_sec = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - floor(seconds)) * 1e9);
+    return ts;
+}
+
+void ms_clock_cond_init(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+bool ms_clock_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, double deadline)
+{
+    struct timespec now, wait = span(deadline - ms_clock_monotonic());
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    now.tv_sec += wait.tv_sec;
+    now.tv_nsec += wait.tv_nsec;
+    if (now.tv_nsec >= 1000000000L) {
+        now.tv_sec++;
+        now.tv_nsec -= 1000000000L;
+    }
+    return pthread_cond_timedwait(c, m, &now) != ETIMEDOUT || ms_clock_monotonic() < deadline;
+}
+
+void ms_clock_sleep(double seconds)
+{
+    struct timespec ts = span(seconds);
+
+    if (ts.tv_sec > 0 || ts.tv_nsec > 0)
+        nanosleep(&ts, NULL);
+}
 
 void ms_time_rfc3339(double wall, bool micro, char *buf, size_t cap)
 {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "meshscaler/buf.h"
 #include "meshscaler/log.h"
 
 static ms_log_level_t log_level = MS_LOG_INFO;
@@ -48,106 +49,91 @@ bool ms_log_format_parse(const char *name, ms_log_format_t *out)
     return true;
 }
 
-typedef struct {
-    char buf[4096];
-    size_t len;
-} line_t;
-
-static void add(line_t *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add(line_t *l, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (l->len >= sizeof l->buf - 1)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        l->len += (size_t)n;
-    if (l->len > sizeof l->buf - 1)
-        l->len = sizeof l->buf - 1;
-}
+/* A line holds at most LOG_LINE_MAX - 1 bytes of text (the rest is cut),
+ * then '\n'. */
+#define LOG_LINE_MAX 4096
 
 /* A string value: JSON-escaped, or logfmt-quoted when it needs quotes. */
-static void add_string(line_t *l, const char *s)
+static void add_string(ms_fixbuf_t *l, const char *s)
 {
     bool quote = log_format == MS_LOG_JSON || s[0] == '\0' || strpbrk(s, " =\"\\\t\n\r") != NULL;
 
     if (quote)
-        add(l, "\"");
+        ms_fixbuf_appendf(l, "\"");
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         if (*c == '"' || *c == '\\')
-            add(l, "\\%c", *c);
+            ms_fixbuf_appendf(l, "\\%c", *c);
         else if (*c == '\n')
-            add(l, "\\n");
+            ms_fixbuf_appendf(l, "\\n");
         else if (*c < 0x20)
-            add(l, "\\u%04x", *c);
+            ms_fixbuf_appendf(l, "\\u%04x", *c);
         else
-            add(l, "%c", *c);
+            ms_fixbuf_appendf(l, "%c", *c);
     }
     if (quote)
-        add(l, "\"");
+        ms_fixbuf_appendf(l, "\"");
 }
 
-static void add_field(line_t *l, const ms_log_field_t *f)
+static void add_field(ms_fixbuf_t *l, const ms_log_field_t *f)
 {
     if (log_format == MS_LOG_JSON) {
-        add(l, ",");
+        ms_fixbuf_appendf(l, ",");
         add_string(l, f->key);
-        add(l, ":");
+        ms_fixbuf_appendf(l, ":");
     } else {
-        add(l, " %s=", f->key);
+        ms_fixbuf_appendf(l, " %s=", f->key);
     }
     switch (f->type) {
     case MS_LOG_FIELD_STR:
         add_string(l, f->v.s ? f->v.s : "");
         break;
     case MS_LOG_FIELD_INT:
-        add(l, "%lld", f->v.i);
+        ms_fixbuf_appendf(l, "%lld", f->v.i);
         break;
     case MS_LOG_FIELD_DOUBLE:
         if (isfinite(f->v.d))
-            add(l, "%.6g", f->v.d);
+            ms_fixbuf_appendf(l, "%.6g", f->v.d);
         else
-            add(l, log_format == MS_LOG_JSON ? "null" : "NaN");
+            ms_fixbuf_appendf(l, log_format == MS_LOG_JSON ? "null" : "NaN");
         break;
     case MS_LOG_FIELD_NONE:
-        add(l, log_format == MS_LOG_JSON ? "null" : "\"\"");
+        ms_fixbuf_appendf(l, log_format == MS_LOG_JSON ? "null" : "\"\"");
         break;
     }
 }
 
 void ms_log_write(ms_log_level_t level, const char *msg, const ms_log_field_t *fields, size_t n)
 {
-    line_t l;
+    char line[LOG_LINE_MAX];
+    ms_fixbuf_t l;
+    size_t len;
     struct timespec ts;
     struct tm tm;
     char when[40];
     FILE *out = log_out ? log_out : stderr;
 
-    l.len = 0;
+    ms_fixbuf_init(&l, line, sizeof line);
     clock_gettime(CLOCK_REALTIME, &ts); /* wall time: a timestamp users read */
     gmtime_r(&ts.tv_sec, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     if (log_format == MS_LOG_JSON) {
-        add(&l, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":", when, ts.tv_nsec / 1000000,
-            level_names[level]);
+        ms_fixbuf_appendf(&l, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":", when,
+                          ts.tv_nsec / 1000000, level_names[level]);
         add_string(&l, msg);
     } else {
-        add(&l, "ts=%s.%03ldZ level=%s msg=", when, ts.tv_nsec / 1000000, level_names[level]);
+        ms_fixbuf_appendf(&l, "ts=%s.%03ldZ level=%s msg=", when, ts.tv_nsec / 1000000,
+                          level_names[level]);
         add_string(&l, msg);
     }
     for (size_t i = 0; i < n; i++)
         if (fields[i].key != NULL)
             add_field(&l, &fields[i]);
     if (log_format == MS_LOG_JSON)
-        add(&l, "}");
-    l.buf[l.len++] = '\n';
+        ms_fixbuf_appendf(&l, "}");
+    len = l.used < sizeof line - 1 ? l.used : sizeof line - 1;
+    line[len++] = '\n';
     flockfile(out);
-    fwrite(l.buf, 1, l.len, out);
+    fwrite(line, 1, len, out);
     fflush(out);
     funlockfile(out);
 }

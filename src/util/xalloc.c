@@ -20,6 +20,19 @@ static void *check(void *p, size_t n)
     return p;
 }
 
+void ms_oom(const char *what)
+{
+    MS_LOG_ERROR("out of memory", MS_S("what", what));
+    abort();
+}
+
+void *ms_xcheck(void *p, const char *what)
+{
+    if (p == NULL)
+        ms_oom(what);
+    return p;
+}
+
 void *ms_xmalloc(size_t n) { return check(malloc(n ? n : 1), n); }
 
 void *ms_xcalloc(size_t count, size_t size)
@@ -49,6 +62,8 @@ void *ms_xgrow(void *p, size_t *cap, size_t need, size_t size)
 
 char *ms_xstrdup(const char *s) { return check(strdup(s), strlen(s) + 1); }
 
+char *ms_xstrdup_opt(const char *s) { return s != NULL ? ms_xstrdup(s) : NULL; }
+
 char *ms_xstrndup(const char *s, size_t n) { return check(strndup(s, n), n + 1); }
 
 char *ms_xasprintf(const char *fmt, ...)
@@ -60,7 +75,7 @@ char *ms_xasprintf(const char *fmt, ...)
     va_start(ap, fmt);
     n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0) {
+    if (n < 0) { /* not memory: a format of ours that cannot print is a bug */
         MS_LOG_ERROR("cannot format a string", MS_S("format", fmt));
         abort();
     }

@@ -26,6 +26,7 @@
 #include "../tools/fakekube.h"
 #include "meshscaler/informer.h"
 #include "meshscaler/log.h"
+#include "meshscaler/strmap.h"
 
 #define MAX_NOTES 512
 #define WAIT_S 10.0
@@ -382,21 +383,10 @@ static void test_failed_list_is_not_a_sync(void **state)
     fixture_cleanup(&f);
 }
 
-/* FNV-1a, as the informer's cache hashes "namespace/name". */
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-/* Many objects in one list: each is announced once, whatever bucket of the
- * cache's table it falls in; one of them is in the first bucket of any table
- * up to 65,536 buckets (mutant: the walk of the new cache from its second
- * bucket). */
+/* Many objects in one list: each is announced once, whatever slot of the
+ * cache's map (strmap.h) it falls in; one of them is listed first and hashes
+ * to the first slot of any table up to 65,536 slots, so it sits there
+ * (mutant: the walk of the new cache from its second slot). */
 static void test_every_listed_object_is_announced(void **state)
 {
     bool compact = *(const bool *)*state;
@@ -406,7 +396,7 @@ static void test_every_listed_object_is_announced(void **state)
     fixture_init(&f);
     for (int i = 0; first[0] == '\0'; i++) {
         snprintf(key, sizeof key, "ns/b%d", i);
-        if ((fnv1a(key) & 0xffff) == 0)
+        if ((ms_strmap_hash(key, strlen(key)) & 0xffff) == 0)
             snprintf(first, sizeof first, "b%d", i);
     }
     put(f.fk, first, 0);

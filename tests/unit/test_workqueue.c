@@ -101,8 +101,7 @@ static void test_done_on_a_queued_key_changes_nothing(void **state)
     ms_workqueue_free(q);
 }
 
-/* Thousands of keys: the table grows (from 64 buckets) and every key is still
- * found (mutants: the growth's bucket mask). */
+/* Thousands of keys: the key map grows and every key is still found. */
 static void test_many_keys_survive_growth(void **state)
 {
     ms_workqueue_t *q = ms_workqueue_new(NULL);
@@ -125,6 +124,33 @@ static void test_many_keys_survive_growth(void **state)
         assert_string_equal(got, key);
         ms_workqueue_done(q, got);
         free(got);
+    }
+    expect_empty(q);
+    ms_workqueue_free(q);
+}
+
+/* The ready ring grows while it wraps around its end: the keys still come
+ * out first in, first out (mutant: the unwrap after growth dropped). */
+static void test_ring_grows_while_wrapped_in_order(void **state)
+{
+    ms_workqueue_t *q = ms_workqueue_new(NULL);
+    char key[32];
+    int next = 0;
+
+    (void)state;
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 7 + 9 * round; i++) {
+            snprintf(key, sizeof key, "ns/k%d", next + (int)ms_workqueue_len(q));
+            ms_workqueue_add(q, key);
+        }
+        for (int i = 0; i < 5 + 4 * round; i++) { /* advance the head */
+            snprintf(key, sizeof key, "ns/k%d", next++);
+            expect_key(q, key);
+        }
+    }
+    while (ms_workqueue_len(q) > 0) {
+        snprintf(key, sizeof key, "ns/k%d", next++);
+        expect_key(q, key);
     }
     expect_empty(q);
     ms_workqueue_free(q);
@@ -661,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_add_after_waits_for_its_deadline),
         cmocka_unit_test(test_add_after_keeps_the_earlier_deadline),
         cmocka_unit_test(test_deadlines_come_out_in_order),
+        cmocka_unit_test(test_ring_grows_while_wrapped_in_order),
         cmocka_unit_test(test_add_while_waiting_is_immediate),
         cmocka_unit_test(test_deadline_while_processing_requeues_after_done),
         cmocka_unit_test(test_rate_limited_backoff),
