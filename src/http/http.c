@@ -17,6 +17,7 @@
 
 #include "meshscaler/clock.h"
 #include "meshscaler/http.h"
+#include "meshscaler/xalloc.h"
 #include "meshscaler/version.h"
 
 /* Idle easy handles kept per client: each keeps its own live connections,
@@ -620,14 +621,7 @@ void ms_http_batch_free(ms_http_batch_t *b)
 
 ms_err_t ms_http_batch_add(ms_http_batch_t *b, const ms_http_request_t *req, ms_http_response_t *resp)
 {
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16;
-        transfer_t *items = realloc(b->items, cap * sizeof *items);
-        if (items == NULL)
-            return MS_ERR_NOMEM;
-        b->items = items;
-        b->cap = cap;
-    }
+    b->items = ms_xgrow(b->items, &b->cap, b->n + 1, sizeof *b->items);
     memset(&b->items[b->n], 0, sizeof b->items[0]);
     b->items[b->n].req = req;
     b->items[b->n].resp = resp;

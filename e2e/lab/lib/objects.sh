@@ -188,6 +188,17 @@ shadow_mas() {
     -e 's/^\(  maxReplicas: .*\)$/\1\n  dryRun: true/'
 }
 
+# haproxy_head EXPORTER_PORT [DEFAULTS_LINE]...: the start of the lab's HAProxy
+# configurations: no process-wide limit (each frontend has its own), HTTP defaults,
+# and the Prometheus exporter on 127.0.0.1:EXPORTER_PORT.
+haproxy_head() {
+  local eport="$1" line
+  shift
+  printf 'global\n  maxconn 8000\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n'
+  for line in "$@"; do printf '%s\n' "$line"; done
+  printf 'frontend exporter\n  bind 127.0.0.1:%s\n  http-request use-service prometheus-exporter if { path /metrics }\n' "$eport"
+}
+
 # The edge: one HAProxy on the host in front of both Services (a frontend each), as an
 # ingress or the client's own mesh proxy would be. It balances per request: the
 # client's connections stay open (keep-alive), but each request goes to the Service
@@ -200,20 +211,7 @@ shadow_mas() {
 edge_config() { # edge_config EXPORTER_PORT NAME:PORT:SERVICE_IP...
   local eport="$1" spec name port ip
   shift
-  cat <<EOF
-global
-  maxconn 8000
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-  timeout queue 5s
-  option http-server-close
-frontend exporter
-  bind 127.0.0.1:$eport
-  http-request use-service prometheus-exporter if { path /metrics }
-EOF
+  haproxy_head "$eport" "  timeout queue 5s" "  option http-server-close"
   for spec in "$@"; do
     IFS=: read -r name port ip <<<"$spec"
     cat <<EOF
@@ -238,18 +236,7 @@ EOF
 lb_config() { # lb_config EXPORTER_PORT NODE_IP NAME:POOL_PORT:BYSTANDER_PORT...
   local eport="$1" node_ip="$2" spec name pool bystander
   shift 2
-  cat <<EOF
-global
-  maxconn 8000
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-frontend exporter
-  bind 127.0.0.1:$eport
-  http-request use-service prometheus-exporter if { path /metrics }
-EOF
+  haproxy_head "$eport"
   for spec in "$@"; do
     IFS=: read -r name pool bystander <<<"$spec"
     cat <<EOF
