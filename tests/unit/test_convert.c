@@ -17,12 +17,14 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include "meshscaler/buf.h"
 #include "meshscaler/convert.h"
 #include "meshscaler/spec_json.h"
 #include "meshscaler/yaml.h"
 
-#define FIXTURES MS_FIXTURES "/convert/"
+#define FIXTURES MS_FIXTURES "/convert"
 
 /* ---- YAML ---- */
 
@@ -111,27 +113,7 @@ static void yaml_errors_name_line_and_column(void **state)
 
 /* ---- conversion ---- */
 
-static char *read_fixture(const char *name, size_t *len)
-{
-    char path[512];
-    FILE *f;
-    char *text;
-    long n;
-
-    snprintf(path, sizeof path, FIXTURES "%s", name);
-    f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return text;
-}
+static char *read_fixture(const char *name, size_t *len) { return read_fixture_file(FIXTURES, name, len); }
 
 /* Every MeshAutoscaler in text passes the spec reader the controller uses. */
 static void assert_valid_meshautoscalers(const char *text, size_t len, int want_docs)

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,27 +23,7 @@
 #define MS_FIXTURES "tests/fixtures"
 #endif
 
-static char *fixture(const char *name, size_t *len)
-{
-    char path[512];
-    FILE *f;
-    char *buf;
-    long n;
-
-    snprintf(path, sizeof path, "%s/kube/%s", MS_FIXTURES, name);
-    f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open fixture %s", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
+static char *fixture(const char *name, size_t *len) { return read_fixture_file(MS_FIXTURES "/kube", name, len); }
 
 static void expect_status(const char *file, const char *method, const char *path, long status,
                           ms_err_t err, const char *reason, const char *message)

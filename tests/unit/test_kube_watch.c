@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,27 +104,7 @@ static void test_handler_error_stops_the_stream(void **state)
 
 /* ---- decoding: recorded lines from a real kube-apiserver ---- */
 
-static char *read_fixture(const char *name, size_t *len)
-{
-    char path[512];
-    FILE *f;
-    char *buf;
-    long n;
-
-    snprintf(path, sizeof path, "%s/kube/%s", MS_FIXTURES, name);
-    f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open fixture %s", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
+static char *read_fixture(const char *name, size_t *len) { return read_fixture_file(MS_FIXTURES "/kube", name, len); }
 
 typedef struct {
     int types[8];

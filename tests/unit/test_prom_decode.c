@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,23 +33,9 @@ typedef struct {
 
 static blob_t load(const char *name)
 {
-    char path[512];
     blob_t b = {NULL, 0};
-    FILE *f;
-    long n;
 
-    snprintf(path, sizeof path, "%s/%s", MS_FIXTURES_DIR, name);
-    f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open fixture %s", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    b.data = malloc((size_t)n + 1);
-    assert_non_null(b.data);
-    b.len = fread(b.data, 1, (size_t)n, f);
-    b.data[b.len] = '\0';
-    fclose(f);
+    b.data = read_fixture_file(MS_FIXTURES_DIR, name, &b.len);
     return b;
 }
 

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "fixture_file.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,23 +51,10 @@ static const route_t preset_routes[] = {
 
 static void decode_file(const char *name, ms_prom_result_t *r)
 {
-    char path[512];
-    char *buf;
-    FILE *f;
-    long n;
+    size_t n;
+    char *buf = read_fixture_file(MS_FIXTURES_DIR, name, &n);
 
-    snprintf(path, sizeof path, "%s/%s", MS_FIXTURES_DIR, name);
-    f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    ms_prom_decode(buf, (size_t)n, strtol(name, NULL, 10), r);
+    ms_prom_decode(buf, n, strtol(name, NULL, 10), r);
     free(buf);
 }
 
