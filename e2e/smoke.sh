@@ -62,14 +62,27 @@ on_exit() {
     echo "$passed passed, $failed failed"
   fi
   rm -rf "$MESHSCALER_E2E_STATE"
+  rm -f "${SYSCTLS_SAVED:-}"
   [ "$failed" -eq 0 ] || exit 1
 }
 trap on_exit EXIT
 trap 'exit 130' INT TERM
 
-# The sysctls the node changes, as they were before; `down` must restore them.
+# The sysctls the node changes, as `up` found them (node/sysctl.saved, one "key value"
+# per line); `down` must put back exactly those. They differ from the values at our
+# start only when `up` first cleaned up after a node that died without `down`: that
+# clean-up restores the values the dead node had found.
 sysctl_values() { sysctl -n vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward | tr '\n' ' '; }
 SYSCTLS_BEFORE="$(sysctl_values)"
+SYSCTLS_SAVED="$MESHSCALER_E2E_STATE.sysctl.saved"
+# sysctls_differ FILE: the keys of FILE whose value now differs, as "key=now(want)".
+sysctls_differ() {
+  local k v now
+  while read -r k v; do
+    now="$(sysctl -n "$k" 2>/dev/null || echo unreadable)"
+    [ "$now" = "$v" ] || printf '%s=%s(want %s) ' "$k" "$now" "$v"
+  done < "$1"
+}
 
 # --- build and up ----------------------------------------------------------------------
 # The first build on a fresh machine takes minutes: let its progress lines show (stderr).
@@ -83,6 +96,8 @@ fi
 t0=$SECONDS
 if "$LOCAL" up > "$MESHSCALER_E2E_STATE.up.log" 2>&1; then
   pass "e2e/local up ($((SECONDS - t0)) s)"
+  grep -F 'cleaning up after the node of' "$MESHSCALER_E2E_STATE.up.log" | sed 's/^/     /' || true
+  cp "$MESHSCALER_E2E_STATE/node/sysctl.saved" "$SYSCTLS_SAVED" 2>/dev/null || true
 else
   # The cause is the `error:` line; what follows it is the clean-up.
   fail "e2e/local up" "$(grep -m1 -B3 '\[e2e\] error:' "$MESHSCALER_E2E_STATE.up.log" \
@@ -310,7 +325,14 @@ check "no pod cgroups left" test -z "$(ls -d /sys/fs/cgroup/*/meshscaler-e2e 2>/
 check "the bridge and its veths are gone" test -z "$(ip -o link show 2>/dev/null | grep -E 'mse2e0|master mse2e0' || true)"
 check "no KUBE-* or meshscaler-e2e iptables rules (IPv4, IPv6)" \
   test -z "$( { iptables-save; ip6tables-save; } 2>/dev/null | grep -E 'KUBE-|meshscaler-e2e' || true)"
-check "sysctls restored ($SYSCTLS_BEFORE)" test "$(sysctl_values)" = "$SYSCTLS_BEFORE"
+if [ -s "$SYSCTLS_SAVED" ]; then
+  differ="$(sysctls_differ "$SYSCTLS_SAVED")"
+  check "sysctls restored to what up found ($(awk '{printf "%s=%s ", $1, $2}' "$SYSCTLS_SAVED"))" test -z "$differ"
+  [ -z "$differ" ] || echo "    now: $differ"
+  [ "$(sysctl_values)" = "$SYSCTLS_BEFORE" ] || echo "    (at the start: $SYSCTLS_BEFORE; now: $(sysctl_values))"
+else
+  fail "sysctls restored" "up left no node/sysctl.saved"
+fi
 check "the node lock is released" test ! -e /run/meshscaler-e2e-node.state
 
 echo "$passed passed, $failed failed"

@@ -151,13 +151,14 @@ integration() (
   for runner in tests/integration/*/run.sh; do
     echo "--- $runner"
     bash "$runner"
-    case $? in
+    status=$?
+    case $status in
       0) ;;
       77) skipped_here "$runner" || rc=1 ;;
-      *) rc=1 ;;
+      *) echo "--- $runner exited $status"; rc=1 ;;
     esac
   done
-  e2e/local down >/dev/null || rc=1
+  e2e/local down >/dev/null || { status=$?; echo "--- e2e/local down exited $status"; rc=1; }
   exit $rc
 )
 

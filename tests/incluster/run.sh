@@ -256,3 +256,6 @@ check "the CRD stays (Helm never deletes crds/)" k get crd meshautoscalers.autos
 
 echo "     the controller's permissions in $APPNS (kubectl auth can-i --list):"
 grep -vE '^(selfsubject|\s*$)' "$WORK/rbac.txt" | sed 's/^/       /' | head -n 30
+# The verdict is the script's last status: an EXIT trap does not set it, and the
+# `| head` above may end with SIGPIPE under pipefail.
+[ "$failed" -eq 0 ]

@@ -28,7 +28,7 @@ finish() {
   [ -n "$CID" ] && docker rm -f "$CID" >/dev/null 2>&1
   "$LOCAL" docker stop >/dev/null 2>&1
   echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
+  [ "$failed" -eq 0 ] || exit 1
 }
 trap finish EXIT
 
@@ -88,3 +88,6 @@ docker rm "$CID" >/dev/null 2>&1; CID=
 note "packages in the image: $(docker run --rm --network none --entrypoint dpkg-query "$I" -W -f '${Package}\n' 2>/dev/null | wc -l)"
 note "largest: $(docker run --rm --network none --entrypoint dpkg-query "$I" -W -f '${Installed-Size}\t${Package}\n' 2>/dev/null \
   | sort -rn | head -n 8 | awk '{printf "%s %.1fMB, ", $2, $1/1024}')"
+# The verdict is the script's last status: an EXIT trap does not set it, and the
+# `| head` above may end with SIGPIPE under pipefail.
+[ "$failed" -eq 0 ]
