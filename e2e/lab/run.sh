@@ -80,7 +80,12 @@ APP_WORKERS=28
 APP_CPU_REQUEST=70m
 SIDECAR_CPU_REQUEST=10m
 TARGET_UTILIZATION=70 # both arms: HPA 70% of the app's CPU request, meshscaler 70% of maxconn
-RETRY_THRESHOLD=0.3   # retry-storm: the guard's threshold (the default, docs/decision-rules.md#resource)
+# retry-storm: the guard's threshold. The discount is a step at the threshold (none at
+# or under it, x(1 - share) above): at the default 0.3 the storm's share crosses it
+# back and forth and the guarded arm's decisions flip between discounted and the full
+# retry-inflated demand (--short: 8 vs 7 replicas, e2e/lab/README.md). A client that
+# normally retries little warrants a low threshold: 0.1.
+RETRY_THRESHOLD="${RETRY_THRESHOLD:-0.1}"
 RATE_WINDOW=5s        # meshscaler's saturation rates (Prometheus scrapes every 1 s)
 MESH_SYNC_S=5         # meshscaler's --sync-period (chart controller.syncPeriod)
 HPA_SYNC_S=15         # kube-controller-manager's --horizontal-pod-autoscaler-sync-period: e2e/local

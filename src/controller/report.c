@@ -234,7 +234,8 @@ static void report_decision(ms_controller_t *c, ms__item_t *it)
             ms_errf(message, sizeof message, MS_OK, "New size: %d; reason: %s", (int)it->desired,
                     it->explanation);
         MS_LOG_INFO("scaled", MS_S("object", it->key), MS_I("from", it->d.current_replicas),
-                    MS_I("to", it->desired), MS_S("reason", ms_reason_name(it->d.reason)));
+                    MS_I("to", it->desired), MS_S("reason", ms_reason_name(it->d.reason)),
+                    MS_S("message", it->explanation));
         event(c, it, "Normal", "SuccessfulRescale", message);
     } else {
         MS_LOG_DEBUG("decided", MS_S("object", it->key), MS_I("current", it->d.current_replicas),

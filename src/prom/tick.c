@@ -466,6 +466,11 @@ static void fill_object(const ms_prom_tick_t *t, const ms_prom_object_t *o, cons
         fill_user(t, plan[SLOT_DS_LIMIT(d)], &obs->downstreams[d].limit, &out->downstream_limit[d]);
     }
     fill_user(t, plan[SLOT_RETRY], &obs->retry_share, &out->retry_share);
+    /* A share outside [0, 1] is a broken query, not a storm: the engine would
+     * multiply demand by a negative 1 - share. Offline decide refuses it too. */
+    if (obs->retry_share.present && !(obs->retry_share.value >= 0 && obs->retry_share.value <= 1))
+        set(&obs->retry_share, &out->retry_share, MS_PROM_MALFORMED, 0,
+            "the retry share is outside [0, 1]; it is a share of attempts (retries / attempts)");
 }
 
 typedef struct {

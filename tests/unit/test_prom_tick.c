@@ -586,6 +586,43 @@ static void test_user_query_outcomes(void **state)
     ms_spec_cleanup(&s);
 }
 
+/* A retry share query is the user's: a value outside [0, 1] (a ratio
+ * written upside down, retries per logical request) is missing with a
+ * reason, never a share the engine would discount demand by. */
+static void test_retry_share_outside_0_1_is_missing(void **state)
+{
+    static const double shares[] = {1.5, -0.2, 1, 0};
+    (void)state;
+
+    for (size_t i = 0; i < sizeof shares / sizeof shares[0]; i++) {
+        char body[256];
+        route_t routes[1] = {{"retries", body}};
+        ms_spec_t s;
+        fixture_t f = {0};
+        ms_prom_object_t objs[1];
+        bool in_range = shares[i] >= 0 && shares[i] <= 1;
+
+        snprintf(body, sizeof body,
+                 "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
+                 "[{\"metric\":{},\"value\":[1796001800,\"%g\"]}]}}", shares[i]);
+        ms_spec_init(&s);
+        s.retry_storm = (ms_retry_storm_spec_t){true, strdup("sum(retries) / sum(attempts)"), 0.3};
+        objs[0] = object(&s, "shop", "web");
+        f.runner.routes = routes;
+        f.runner.nroutes = 1;
+        run(&f, objs, 1, 0);
+        assert_int_equal(f.out[0].obs.retry_share.present, in_range);
+        if (in_range) {
+            assert_true(f.out[0].obs.retry_share.value == shares[i]);
+        } else {
+            assert_int_equal(f.out[0].retry_share.reason, MS_PROM_MALFORMED);
+            assert_non_null(strstr(f.out[0].retry_share.detail, "outside [0, 1]"));
+        }
+        done(&f);
+        ms_spec_cleanup(&s);
+    }
+}
+
 /* Pods the controller could not count: no regex, and every query that uses
  * {{podRegex}} is missing with the tick's own reason (never run as "",
  * which would match no pod: a zero where the truth is missing); the others
@@ -734,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_user_queries_deduplicated),
         cmocka_unit_test(test_user_query_outcomes),
         cmocka_unit_test(test_unknown_pods_leave_pod_queries_missing),
+        cmocka_unit_test(test_retry_share_outside_0_1_is_missing),
         cmocka_unit_test(test_failed_batch_leaves_everything_missing),
         cmocka_unit_test(test_failed_preset_query_names_its_cause),
         cmocka_unit_test(test_many_namespaces_drop_the_filter),

@@ -31,12 +31,12 @@ def meshscaler_line(line):
     if msg not in ("decided", "scaled"):
         return None
     when = str(rec.get("ts", ""))[11:19]
-    if msg == "scaled":
-        return "%s %s SCALED %s -> %s (%s)" % (when, rec.get("object"), rec.get("from"), rec.get("to"),
-                                              rec.get("reason"))
     text = str(rec.get("message", ""))
     if len(text) > 150:
         text = text[:147] + "..."
+    if msg == "scaled":
+        return "%s %s SCALED %s -> %s (%s): %s" % (when, rec.get("object"), rec.get("from"), rec.get("to"),
+                                                  rec.get("reason"), text)
     return "%s %s %s -> %s %s: %s" % (when, rec.get("object"), rec.get("current"), rec.get("desired"),
                                       rec.get("reason"), text)
 
