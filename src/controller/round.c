@@ -466,7 +466,12 @@ static void run_round(ms_controller_t *c, due_t *due, double now, double wall)
     observe(c, r);
     ms_metrics_set(c->metrics, c->fam.round_objects, NULL, (double)r->n);
     ms_metrics_observe(c->metrics, c->fam.round_seconds, NULL, ms_clock_monotonic() - t0);
-    hand_out(c, r);
+    /* A round that shutdown cut short decides nothing: its cancelled queries
+     * would read as missing metrics (MetricsUnavailable in the status and the
+     * dry-run output, a failed sync towards the fallback). shut_down() sets
+     * `stopping` before it cancels the queries. */
+    if (!atomic_load(&c->stopping))
+        hand_out(c, r);
     ms__round_release(r);
     atomic_store(&c->progress, (uint_fast64_t)(ms_clock_monotonic() * 1000));
 }

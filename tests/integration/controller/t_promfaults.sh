@@ -381,7 +381,32 @@ pf_faults() {
   if [[ -n "$after" ]] && fle "$after" 1.5 && fle "$tick_secs" "$(python3 -c "print($PF_DEADLINE - 0.2)")"; then
     ok "SIGTERM cancels the hung tick: it ended $after s after \"shutting down\", $tick_secs s into its $PF_DEADLINE s deadline"
   else fail "SIGTERM and the hung tick: $cut"; fi
+  # What the cancelled tick brought back is not an outage: no object is decided on
+  # it (it was: MetricsUnavailable in status, and in a dry run's output).
+  local late
+  late="$(pf_decided_after_shutdown "${CTL_ERR[pf]}")"
+  if [[ "$late" == 0 ]]; then ok "the tick cancelled by SIGTERM decided nothing (0 decisions after \"shutting down\")"
+  else fail "the tick cancelled by SIGTERM decided: $late"; fi
   pf_mode pass
+}
+
+# pf_decided_after_shutdown ERRFILE : the decisions logged after "shutting down"
+# ("0", or their count and first reasons).
+pf_decided_after_shutdown() {
+  python3 - "$1" <<'PY'
+import json, sys
+down, late = False, []
+for line in open(sys.argv[1]):
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        continue
+    if ev.get("msg") == "shutting down":
+        down = True
+    elif down and ev.get("msg") in ("decided", "scaled"):
+        late.append("%s %s" % (ev.get("object"), ev.get("reason")))
+print(len(late) if not late else "%d (%s)" % (len(late), ", ".join(late[:3])))
+PY
 }
 
 # pf_shutdown_tick ERRFILE [numbers] : from a debug log, the tick that ended
