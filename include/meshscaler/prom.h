@@ -299,6 +299,14 @@ typedef bool (*ms_prom_selector_fn)(const ms_prom_selector_t *sel, void *ctx);
 ms_err_t ms_prom_selectors_scan(const char *query, ms_prom_selector_fn fn, void *ctx,
                                 char *errbuf, size_t errlen);
 
+/* The longest window any range or subquery of query reads, in seconds:
+ * rate(x[5m]) 300, max_over_time(y[1h:1m]) 3600; 0 when the query has none
+ * (a recording rule hides its window) or only ranges that are expressions
+ * ([step()*2]). Templates may be given as they are: {{...}} sits in
+ * strings. MS_OK, or MS_ERR_PARSE as ms_prom_selectors_scan (then *seconds
+ * is 0). */
+ms_err_t ms_prom_query_window(const char *query, double *seconds, char *errbuf, size_t errlen);
+
 /* --user-queries: who may run their own PromQL (spec.metrics[].prometheus.
  * query and the guardrail queries) with the controller's Prometheus
  * credentials. Presets are not user PromQL and always run. */

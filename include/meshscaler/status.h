@@ -97,6 +97,9 @@ typedef enum {
     X(SATURATED_YES, Saturated, "True", "SaturationCorrected",                                     \
       "a saturated proxy rejects requests, so the demand it hides was added to the metric")        \
     X(SATURATED_NO, Saturated, "False", "NotSaturated", "no proxy rejects requests for saturation") \
+    X(SATURATED_SETTLING, Saturated, "False", "ReadyPodsSettling",                                 \
+      "pods turned Ready within the window of the saturation rates, which measured the pods "      \
+      "before them: the correction waits for a window of the current pods")                        \
     X(SATURATED_NONE, Saturated, "False", "NotConfigured",                                         \
       "no saturation guardrail is configured")                                                     \
     X(DRYRUN_ON, DryRun, "True", "DryRunEnabled",                                                  \
@@ -142,6 +145,8 @@ typedef struct {
     const char *message;     /* lastDecision.message; NULL: ms_decision_explain() */
     const char *missing;     /* why a missing metric is missing, for ScalingActive:
                                 "sidecar: TIMEOUT the round's deadline passed"; NULL: none */
+    const char *saturation_held; /* for Saturated: which corrections wait for pods that
+                                just turned Ready, and why; NULL: none */
     bool scaled;             /* a scale update was applied in this sync: lastScaleTime = now */
     bool write_failed;       /* an update was tried and refused (problem says why) */
     bool conflict;           /* another autoscaler targets the workload (problem names it) */

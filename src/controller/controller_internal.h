@@ -58,7 +58,16 @@ typedef struct {
     ms_spec_t spec;
     char problem[MS_ERRBUF_SIZE];
     bool needs_pods;              /* ms__spec_needs_pods(&spec) */
+    /* Owned; NULL when no metric has a saturation entry, else one per
+     * metric: the longest window its two rates read (ms_prom_query_window),
+     * MS__SATURATION_WINDOW_UNKNOWN when their text does not say. reconcile.c
+     * holds the correction while a pod that turned Ready inside it serves. */
+    double *saturation_window;
 } ms__spec_ref_t;
+
+/* The window assumed for saturation rates whose query names none (a
+ * recording rule): the common rate(...[1m]). */
+#define MS__SATURATION_WINDOW_UNKNOWN 60.0
 
 /* Parse spec_json (the object's .spec) into a new reference (count 1), and
  * check every user PromQL template against the --user-queries policy.
@@ -89,6 +98,7 @@ typedef struct {
     char uid[64];
     bool pods_ok;             /* pods were counted */
     int32_t ready_pods;
+    double newest_ready;      /* wall seconds the last Ready pod turned Ready; 0: unknown */
 } ms__target_t;
 
 /* One object of a round. The strings are owned by the entry; spec is a
@@ -175,6 +185,7 @@ typedef struct ms__object {
     ms_label_selector_t *selector;
     unsigned long pods_generation; /* namespace pod generation the counts were made at */
     int32_t ready_pods;
+    double newest_ready;
     char *pod_regex;           /* owned; NULL: not computed */
 
     /* the sync memory (the worker holding the key) */
@@ -242,10 +253,14 @@ void ms__pod_index_notify(void *ctx, ms_kube_change_t change, const cJSON *obj, 
 void ms__pod_transform(void *ctx, cJSON *pod);
 /* The namespace's generation (0 when it has no pod yet). */
 unsigned long ms__pod_index_generation(ms__pod_index_t *x, const char *ns);
+typedef struct {
+    int32_t ready;       /* Ready pods */
+    double newest_ready; /* wall seconds the last of them turned Ready; 0: unknown */
+} ms__pod_count_t;
 /* Count the Ready pods of ns the selector picks, and their names as a
  * {{podRegex}} value (sorted; *regex NULL when want_regex is false). */
 void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
-                         bool want_regex, int32_t *ready, char **regex);
+                         bool want_regex, ms__pod_count_t *out, char **regex);
 
 /* Autoscalers per target workload (namespace, API group, kind, name): the
  * HPAs and live MeshAutoscalers that name it, for O(1) conflict lookups. */
@@ -460,6 +475,7 @@ typedef struct {
     ms_kube_error_t write_err;
     char explanation[1024];
     char missing[MS_ERRBUF_SIZE]; /* why the first missing metric is missing, for status */
+    char saturation_held[256];   /* why a saturation correction waits, for status; "": none */
 } ms__item_t;
 
 /* The object as the cache holds it now (a deep copy, kept in it->obj);

@@ -55,6 +55,29 @@ static bool queries_allowed(const ms_spec_t *s, ms_user_queries_t policy, char *
                          "guardrails.retryStorm.retryShareQuery", why, cap);
 }
 
+/* The longest window of each saturation entry's two rates; NULL when the
+ * spec has no saturation entry. The queries parsed when they were allowed,
+ * so an error here leaves the window unknown, not the spec invalid. */
+static double *saturation_windows(const ms_spec_t *s)
+{
+    double *w = NULL;
+
+    for (size_t i = 0; i < s->nmetrics; i++) {
+        double admitted = 0, rejected = 0;
+
+        if (!s->saturation[i].enabled)
+            continue;
+        if (w == NULL)
+            w = ms_xcalloc(s->nmetrics, sizeof *w);
+        (void)ms_prom_query_window(s->saturation[i].admitted_query, &admitted, NULL, 0);
+        (void)ms_prom_query_window(s->saturation[i].rejected_query, &rejected, NULL, 0);
+        w[i] = admitted > rejected ? admitted : rejected;
+        if (w[i] <= 0)
+            w[i] = MS__SATURATION_WINDOW_UNKNOWN;
+    }
+    return w;
+}
+
 ms__spec_ref_t *ms__spec_ref_new(const cJSON *spec_json, long long generation,
                                  ms_user_queries_t policy)
 {
@@ -69,6 +92,8 @@ ms__spec_ref_t *ms__spec_ref_new(const cJSON *spec_json, long long generation,
                 MS_OK &&
             queries_allowed(&r->spec, policy, r->problem, sizeof r->problem);
     r->needs_pods = r->ok && ms__spec_needs_pods(&r->spec);
+    if (r->ok)
+        r->saturation_window = saturation_windows(&r->spec);
     ms_spec_shrink(&r->spec); /* kept as long as the generation: one per object */
     return r;
 }
@@ -85,6 +110,7 @@ void ms__spec_ref_release(ms__spec_ref_t *r)
     if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     ms_spec_cleanup(&r->spec);
+    free(r->saturation_window);
     free(r);
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "controller_internal.h"
+#include "meshscaler/buf.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/log.h"
 #include "meshscaler/xalloc.h"
@@ -40,12 +41,13 @@ bool ms__spec_uses_pod_regex(const ms_spec_t *s)
     return uses_pod_regex(s->retry_storm.retry_share_query);
 }
 
-/* Pods are counted only when something needs them: a {{podRegex}} query, or
- * a target that counts ready replicas (Utilization, Value). */
+/* Pods are counted only when something needs them: a {{podRegex}} query, a
+ * target that counts ready replicas (Utilization, Value), or a saturation
+ * correction (when pods turned Ready: hold_unsettled_saturation). */
 bool ms__spec_needs_pods(const ms_spec_t *s)
 {
     for (size_t i = 0; i < s->nmetrics; i++)
-        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE)
+        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE || s->saturation[i].enabled)
             return true;
     return ms__spec_uses_pod_regex(s);
 }
@@ -145,6 +147,43 @@ static bool load(ms_controller_t *c, ms__item_t *it)
 
 /* ---- decide and apply ---- */
 
+/* A saturation ratio, refused over admitted, is a rate over a window: it
+ * measured the pods that were Ready through that window. A pod that turned
+ * Ready inside it takes at once the work the others refused, while the ratio
+ * still says they refuse it: multiplied into what the now larger set of
+ * pods reads, it counts that demand twice (the lab measured about twice the
+ * demand, one sync long, each time new pods turned Ready). So, as the HPA
+ * keeps a pod that just turned Ready out of its CPU samples, the correction
+ * waits until a whole window has measured the current Ready pods: the rates
+ * count as not observed (decision-rules.md, step 2). One second more for
+ * lastTransitionTime's whole seconds. */
+static void hold_unsettled_saturation(ms__item_t *it, ms_observation_t *obs)
+{
+    const ms__target_t *t = &it->entry->target;
+    const double *window = it->entry->spec->saturation_window;
+    double age = it->wall - t->newest_ready, longest = 0;
+    ms_fixbuf_t why;
+
+    it->saturation_held[0] = '\0';
+    if (window == NULL || !t->pods_ok || t->newest_ready <= 0)
+        return;
+    ms_fixbuf_init(&why, it->saturation_held, sizeof it->saturation_held);
+    for (size_t i = 0; i < it->spec->nmetrics; i++) {
+        /* A time further ahead than the window is a node's clock, not a
+         * pod that just turned Ready: it would hold the correction for as
+         * long as the clocks disagree. */
+        if (!it->spec->saturation[i].enabled || age >= window[i] + 1.0 || age < -window[i])
+            continue;
+        obs->saturation[i].admitted.present = false;
+        obs->saturation[i].rejected.present = false;
+        ms_fixbuf_appendf(&why, "%s%s", why.used ? ", " : "", it->spec->metrics[i].name);
+        longest = window[i] > longest ? window[i] : longest;
+    }
+    if (why.used > 0)
+        ms_fixbuf_appendf(&why, ": a pod turned Ready %.0f s ago, inside the %.0f s its rates read",
+                          age < 0 ? 0 : age, longest);
+}
+
 static ms_err_t decide(ms__item_t *it)
 {
     ms_observation_t obs = it->obs.obs;
@@ -156,6 +195,7 @@ static ms_err_t decide(ms__item_t *it)
     /* Ready pods when they were counted and some are ready; otherwise
      * the default of docs/decision-rules.md#inputs, the current count. */
     obs.ready_replicas = t->pods_ok && t->ready_pods > 0 ? t->ready_pods : current;
+    hold_unsettled_saturation(it, &obs);
     /* Only a scale that was written is a scale event (dry-run, pause,
      * conflicts and failed writes store none): recorded after the update. */
     obs.defer_scale_event = true;

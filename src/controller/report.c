@@ -269,6 +269,7 @@ static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *
     in->decision = &it->d;
     in->desired = it->desired;
     in->message = it->explanation;
+    in->saturation_held = it->saturation_held[0] != '\0' ? it->saturation_held : NULL;
     it->missing[0] = '\0';
     for (size_t i = 0; it->has_obs && i < it->d.nmetrics && i < it->spec->nmetrics; i++)
         if (!it->d.metrics[i].value.present) {
@@ -392,6 +393,7 @@ static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
     for (size_t i = 0; i < d->ndownstreams; i++)
         h = mix(h, &d->downstreams[i], sizeof d->downstreams[i]);
     h = mix(h, it->conflict_with, strlen(it->conflict_with));
+    h = mix(h, it->saturation_held, strlen(it->saturation_held));
     return h;
 }
 
@@ -415,8 +417,12 @@ void ms__report(ms_controller_t *c, ms__item_t *it)
 
 static void report_full(ms_controller_t *c, ms__item_t *it)
 {
-    if (it->stage == MS__ENTRY_OBSERVED)
-        ms_decision_explain(it->spec, &it->d, it->explanation, sizeof it->explanation);
+    if (it->stage == MS__ENTRY_OBSERVED) {
+        size_t n = ms_decision_explain(it->spec, &it->d, it->explanation, sizeof it->explanation);
+        if (it->saturation_held[0] != '\0' && n < sizeof it->explanation)
+            snprintf(it->explanation + n, sizeof it->explanation - n,
+                     "; saturation correction waits for %s", it->saturation_held);
+    }
     char message[MS_ERRBUF_SIZE + 64];
 
     switch (it->stage) {

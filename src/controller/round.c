@@ -308,12 +308,17 @@ static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e,
     if (gen == 0 || gen != o->pods_generation || (want_regex && o->pod_regex == NULL)) {
         free(o->pod_regex);
         o->pod_regex = NULL;
-        ms__pod_index_count(c->pod_index, ns, o->selector, want_regex, &o->ready_pods,
+        ms__pod_count_t count;
+
+        ms__pod_index_count(c->pod_index, ns, o->selector, want_regex, &count,
                             want_regex ? &o->pod_regex : NULL);
+        o->ready_pods = count.ready;
+        o->newest_ready = count.newest_ready;
         o->pods_generation = gen;
     }
     e->target.pods_ok = true;
     e->target.ready_pods = o->ready_pods;
+    e->target.newest_ready = o->newest_ready;
     if (o->pod_regex != NULL)
         e->pod_regex = ms_xstrdup(o->pod_regex);
 }

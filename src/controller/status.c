@@ -290,7 +290,7 @@ static void retry_storm(const ms_spec_t *spec, const ms_decision_t *d, cond_t *c
         cond(c, MS_CR_STORM_NO, NULL);
 }
 
-static void saturated(const ms_spec_t *spec, const ms_decision_t *d, cond_t *c)
+static void saturated(const ms_spec_t *spec, const ms_decision_t *d, const char *held, cond_t *c)
 {
     bool configured = false;
     ms_fixbuf_t o;
@@ -299,6 +299,10 @@ static void saturated(const ms_spec_t *spec, const ms_decision_t *d, cond_t *c)
         configured = configured || spec->saturation[i].enabled;
     if (!configured) {
         cond(c, MS_CR_SATURATED_NONE, NULL);
+        return;
+    }
+    if (!d->saturated && held != NULL) {
+        cond(c, MS_CR_SATURATED_SETTLING, "%s", held);
         return;
     }
     cond(c, d->saturated ? MS_CR_SATURATED_YES : MS_CR_SATURATED_NO, NULL);
@@ -478,7 +482,7 @@ static void decided_conditions(const ms_status_input_t *in, cond_t conds[MS_COND
     scaling_limited(spec, d, &conds[MS_COND_ScalingLimited]);
     downstream_limited(spec, d, &conds[MS_COND_DownstreamLimited]);
     retry_storm(spec, d, &conds[MS_COND_RetryStorm]);
-    saturated(spec, d, &conds[MS_COND_Saturated]);
+    saturated(spec, d, in->saturation_held, &conds[MS_COND_Saturated]);
     cond(&conds[MS_COND_DryRun], in->dry_run || spec->dry_run ? MS_CR_DRYRUN_ON : MS_CR_DRYRUN_OFF,
          NULL);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "controller_internal.h"
+#include "meshscaler/clock.h"
 #include "meshscaler/conflict.h"
 #include "meshscaler/xalloc.h"
 
@@ -26,6 +27,7 @@
 typedef struct {
     cJSON *labels; /* owned copy, or NULL */
     bool ready;
+    double ready_since; /* wall seconds its Ready condition turned True; 0: unknown */
 } pod_t;
 
 typedef struct {
@@ -89,37 +91,57 @@ static const char *string_member(const cJSON *obj, const char *a, const char *b)
 }
 
 /* A pod is counted ready as the old per-sync pod list counted it: a Ready
- * condition with status True, and not being deleted. */
-static bool pod_ready(const cJSON *pod)
+ * condition with status True, and not being deleted. *since: when that
+ * condition last changed (its lastTransitionTime), 0 when it does not say. */
+static bool pod_ready(const cJSON *pod, double *since)
 {
     const cJSON *cond;
 
+    *since = 0;
     if (member(pod, "metadata", "deletionTimestamp") != NULL)
         return false;
     cJSON_ArrayForEach(cond, member(pod, "status", "conditions")) {
         const char *t = string_member(cond, "type", NULL), *s = string_member(cond, "status", NULL);
-        if (t != NULL && strcmp(t, "Ready") == 0)
-            return s != NULL && strcmp(s, "True") == 0;
+        const char *when = string_member(cond, "lastTransitionTime", NULL);
+        if (t == NULL || strcmp(t, "Ready") != 0)
+            continue;
+        if (s == NULL || strcmp(s, "True") != 0)
+            return false;
+        if (when == NULL || !ms_time_parse_rfc3339(when, since))
+            *since = 0;
+        return true;
     }
     return false;
 }
 
 /* The informer keeps of a pod only what the index needs: readiness folded
- * into status.ready (the conditions are most of a pod's status). */
+ * into status.ready and, when known, status.readySince (wall seconds); the
+ * conditions are most of a pod's status. */
 void ms__pod_transform(void *ctx, cJSON *pod)
 {
-    bool ready = pod_ready(pod);
+    double since;
+    bool ready = pod_ready(pod, &since);
+    cJSON *status = cJSON_CreateObject();
 
     (void)ctx;
     cJSON_DeleteItemFromObjectCaseSensitive(pod, "status");
-    cJSON_AddItemToObject(pod, "status", cJSON_CreateObject());
-    cJSON_AddBoolToObject(cJSON_GetObjectItemCaseSensitive(pod, "status"), "ready", ready);
+    cJSON_AddItemToObject(pod, "status", status);
+    cJSON_AddBoolToObject(status, "ready", ready);
+    if (ready && since > 0)
+        cJSON_AddNumberToObject(status, "readySince", since);
 }
 
 static bool transformed_ready(const cJSON *pod)
 {
     return cJSON_IsTrue(member(pod, "status", "ready")) &&
            member(pod, "metadata", "deletionTimestamp") == NULL;
+}
+
+static double transformed_ready_since(const cJSON *pod)
+{
+    const cJSON *since = member(pod, "status", "readySince");
+
+    return cJSON_IsNumber(since) && since->valuedouble > 0 ? since->valuedouble : 0;
 }
 
 void ms__pod_index_notify(void *ctx, ms_kube_change_t change, const cJSON *obj, const cJSON *old)
@@ -146,6 +168,7 @@ void ms__pod_index_notify(void *ctx, ms_kube_change_t change, const cJSON *obj, 
     } else {
         p = ms_xcalloc(1, sizeof *p);
         p->ready = transformed_ready(obj);
+        p->ready_since = p->ready ? transformed_ready_since(obj) : 0;
         p->labels = cJSON_IsObject(labels) ? cJSON_Duplicate(labels, true) : NULL;
         pod_free(ms_strmap_put(&n->pods, name, p));
     }
@@ -171,7 +194,7 @@ static int by_name(const void *a, const void *b)
 }
 
 void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
-                         bool want_regex, int32_t *ready, char **regex)
+                         bool want_regex, ms__pod_count_t *out, char **regex)
 {
     const char **names = NULL;
     size_t n = 0, cap = 0, pos = 0;
@@ -179,7 +202,7 @@ void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_sele
     void *val;
     ns_pods_t *nsp;
 
-    *ready = 0;
+    memset(out, 0, sizeof *out);
     if (regex != NULL)
         *regex = NULL;
     pthread_rwlock_rdlock(&x->lock);
@@ -188,8 +211,11 @@ void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_sele
         pod_t *p = val;
         if (!ms_label_selector_matches(sel, p->labels))
             continue;
-        if (p->ready)
-            (*ready)++;
+        if (p->ready) {
+            out->ready++;
+            if (p->ready_since > out->newest_ready)
+                out->newest_ready = p->ready_since;
+        }
         if (want_regex) {
             names = ms_xgrow(names, &cap, n + 1, sizeof *names);
             names[n++] = name;

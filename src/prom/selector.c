@@ -24,7 +24,9 @@
  * fill(...) hold only names or numbers; anything else in them is refused,
  * so nothing can hide there.
  */
+#include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +36,7 @@
 #define EXCERPT_MAX 60
 
 typedef bool (*call_fn)(const char *name, size_t len, size_t offset, void *ctx);
+typedef bool (*range_fn)(const char *inside, size_t len, void *ctx);
 
 typedef struct {
     const char *q;
@@ -44,6 +47,7 @@ typedef struct {
     bool strict_comments; /* refuse a comment ended by a lone CR */
     ms_prom_selector_fn on_selector;
     call_fn on_call;     /* words followed by "(" */
+    range_fn on_range;   /* the inside of each [...] */
     void *ctx;
     bool stopped;        /* a callback asked to stop */
     char *errbuf;
@@ -334,6 +338,8 @@ static ms_err_t skip_brackets(scan_t *s, size_t open)
         char c = q[i];
         if (c == ']') {
             s->i = i + 1;
+            if (s->on_range && !s->on_range(q + open + 1, i - open - 1, s->ctx))
+                s->stopped = true;
             return MS_OK;
         }
         if (c == '\0')
@@ -531,6 +537,88 @@ ms_err_t ms_prom_selectors_scan(const char *query, ms_prom_selector_fn fn, void 
     scan_t s = {.q = query, .on_selector = fn, .ctx = ctx, .errbuf = errbuf, .errlen = errlen};
 
     return scan(&s);
+}
+
+/* ---- the windows of ranges ---- */
+
+/* A PromQL duration ("90s", "1h30m", "500ms") or a plain number of seconds
+ * ("300", "2.5"), in seconds; false for anything else (step(), arithmetic,
+ * an empty range). */
+static bool duration_seconds(const char *d, size_t n, double *out)
+{
+    static const struct {
+        const char *unit;
+        double seconds;
+    } units[] = {{"ms", 0.001}, {"s", 1},      {"m", 60},        {"h", 3600},
+                 {"d", 86400},  {"w", 604800}, {"y", 31536000}};
+    double total = 0;
+    size_t i = 0;
+    char *end;
+
+    while (n > 0 && is_space(d[n - 1]))
+        n--;
+    while (i < n && is_space(d[i]))
+        i++;
+    if (i == n || !is_digit(d[i]))
+        return false;
+    /* A plain number: every byte a digit or one dot. */
+    if (strspn(d + i, "0123456789.") >= n - i) {
+        char num[32];
+        if (n - i >= sizeof num)
+            return false;
+        memcpy(num, d + i, n - i);
+        num[n - i] = '\0';
+        total = strtod(num, &end);
+        if (*end != '\0')
+            return false;
+        *out = total;
+        return true;
+    }
+    while (i < n) {
+        double v = 0;
+        size_t u, len = 0;
+
+        if (!is_digit(d[i]))
+            return false;
+        for (; i < n && is_digit(d[i]); i++)
+            v = v * 10 + (d[i] - '0');
+        for (u = 0; u < sizeof units / sizeof units[0]; u++) {
+            len = strlen(units[u].unit);
+            if (len <= n - i && memcmp(d + i, units[u].unit, len) == 0 &&
+                (len == 2 || i + 1 == n || is_digit(d[i + 1])))
+                break;
+        }
+        if (u == sizeof units / sizeof units[0])
+            return false;
+        total += v * units[u].seconds;
+        i += len;
+    }
+    *out = total;
+    return true;
+}
+
+/* The range of one [...]: a range "[5m]" or a subquery "[30m:1m]" reads its
+ * first duration; a duration expression reads nothing we can name. */
+static bool longest_range(const char *inside, size_t len, void *ctx)
+{
+    double *longest = ctx, seconds;
+    const char *colon = memchr(inside, ':', len);
+
+    if (duration_seconds(inside, colon ? (size_t)(colon - inside) : len, &seconds) &&
+        isfinite(seconds) && seconds > *longest)
+        *longest = seconds;
+    return true;
+}
+
+ms_err_t ms_prom_query_window(const char *query, double *seconds, char *errbuf, size_t errlen)
+{
+    double longest = 0;
+    scan_t s = {.q = query, .on_range = longest_range, .ctx = &longest, .errbuf = errbuf,
+                .errlen = errlen};
+    ms_err_t err = scan(&s);
+
+    *seconds = err == MS_OK ? longest : 0;
+    return err;
 }
 
 /* ---- the policy ---- */

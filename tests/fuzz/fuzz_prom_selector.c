@@ -8,6 +8,8 @@
  *   - every reported selector and matcher lies inside the query, in order,
  *     without overlap; values are whole quoted literals;
  *   - errors are MS_ERR_PARSE / MS_ERR_INVALID with a one-line message;
+ *   - ms_prom_query_window reads exactly the queries the scanner reads and
+ *     gives a finite number of seconds >= 0 (0 on an error);
  *     ALLOW always passes, DENY never does;
  *   - when NAMESPACED passes, every selector carries namespace="{{namespace}}",
  *     and - the property the whole check exists for - so does every selector
@@ -15,6 +17,7 @@
  *     real namespace: expansion, however hostile the other values, never
  *     adds, removes or unrestricts a selector.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -165,6 +168,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nsel = walk(q, NULL, 0);
     if (nsel != (size_t)-1 && nsel > 0 && walk(q, NULL, 1) != 1)
         abort(); /* stopping after the first selector reports exactly one */
+
+    {
+        /* The window of the ranges: read exactly when the query is, and a
+         * number of seconds, never negative, NaN or infinite. */
+        double window = -1;
+        rc = ms_prom_query_window(q, &window, err, sizeof err);
+        if ((rc == MS_OK) != (nsel != (size_t)-1) || !(window >= 0) || !isfinite(window) ||
+            (rc != MS_OK && window != 0))
+            abort();
+        if (rc != MS_OK)
+            one_line(err, sizeof err);
+    }
 
     if (ms_prom_user_query_check(MS_USER_QUERIES_ALLOW, q, err, sizeof err) != MS_OK)
         abort();

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "controller/controller_internal.h"
+#include "meshscaler/clock.h"
+#include "meshscaler/labels.h"
 #include "meshscaler/spec_json.h"
 
 static void parse_spec(const char *json, ms_spec_t *spec)
@@ -110,6 +112,63 @@ static void test_pods_only_when_needed(void **state)
                &spec);
     assert_true(ms__spec_needs_pods(&spec)); /* ready replicas */
     ms_spec_cleanup(&spec);
+    /* AverageValue, but a saturation correction: when pods turned Ready */
+    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}],"
+                         "\"guardrails\":{\"saturation\":[{\"metric\":\"rps\",\"rejectedQuery\":"
+                         "\"sum(rate(r[5s]))\",\"admittedQuery\":\"sum(rate(a[5s]))\"}]}}",
+               &spec);
+    assert_true(ms__spec_needs_pods(&spec));
+    ms_spec_cleanup(&spec);
+}
+
+/* A pod as the informer delivers it, through the transform into the index. */
+static void index_pod(ms__pod_index_t *x, const char *name, const char *ready, const char *since)
+{
+    char json[512];
+    cJSON *pod;
+
+    snprintf(json, sizeof json,
+             "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"labels\":{\"app\":\"api\"}},"
+             "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"PodScheduled\","
+             "\"status\":\"True\",\"lastTransitionTime\":\"2026-12-01T09:00:00Z\"},"
+             "{\"type\":\"Ready\",\"status\":\"%s\"%s%s%s}]}}",
+             name, ready, since ? ",\"lastTransitionTime\":\"" : "", since ? since : "",
+             since ? "\"" : "");
+    pod = cJSON_Parse(json);
+    assert_non_null(pod);
+    ms__pod_transform(NULL, pod);
+    ms__pod_index_notify(x, MS_KUBE_ADDED, pod, NULL);
+    cJSON_Delete(pod);
+}
+
+/* The index counts Ready pods and when the last of them turned Ready (its
+ * Ready condition's lastTransitionTime): pods not Ready, or with no time,
+ * do not move it. */
+static void test_pod_index_newest_ready(void **state)
+{
+    ms__pod_index_t *x = ms__pod_index_new();
+    ms_label_selector_t *sel = NULL;
+    ms__pod_count_t count;
+    char err[128];
+    double t0;
+
+    (void)state;
+    assert_true(ms_time_parse_rfc3339("2026-12-01T10:00:00Z", &t0));
+    assert_int_equal(ms_label_selector_parse("app=api", &sel, err, sizeof err), MS_OK);
+    index_pod(x, "a", "True", "2026-12-01T10:00:00Z");
+    index_pod(x, "b", "True", "2026-12-01T10:00:07Z");
+    index_pod(x, "c", "False", "2026-12-01T10:00:30Z"); /* not Ready: not counted */
+    index_pod(x, "d", "True", NULL);                    /* no time: counted, no time */
+    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    assert_int_equal(count.ready, 3);
+    assert_true(count.newest_ready == t0 + 7);
+    index_pod(x, "c", "True", "2026-12-01T10:00:31Z"); /* c turns Ready */
+    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    assert_int_equal(count.ready, 4);
+    assert_true(count.newest_ready == t0 + 31);
+    ms_label_selector_free(sel);
+    ms__pod_index_free(x);
 }
 
 int main(void)
@@ -118,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_next_sync_is_aligned),
         cmocka_unit_test(test_only_applied_scales_are_events),
         cmocka_unit_test(test_pods_only_when_needed),
+        cmocka_unit_test(test_pod_index_newest_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

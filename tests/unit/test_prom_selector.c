@@ -699,6 +699,45 @@ static void test_scan_errors(void **state)
     assert_int_equal(ms_prom_selectors_scan("# a\rb", NULL, NULL, err, sizeof err), MS_OK);
 }
 
+static double window_of(const char *q)
+{
+    double w = -1;
+    char err[256];
+
+    if (ms_prom_query_window(q, &w, err, sizeof err) != MS_OK)
+        fail_msg("%s: %s", q, err);
+    return w;
+}
+
+/* The window the saturation hold waits for (reconcile.c): the longest range
+ * or subquery range, in seconds, whatever strings and comments hold. */
+static void test_query_window(void **state)
+{
+    double w = -1;
+    char err[256];
+
+    (void)state;
+    assert_true(window_of("sum(rate(x_total[5s]))") == 5);
+    assert_true(window_of("rate(a[1m]) / rate(b[2m])") == 120);
+    assert_true(window_of("rate(a[1h30m])") == 5400);
+    assert_true(window_of("rate(a[500ms])") == 0.5);
+    assert_true(window_of("rate(a[1d])") == 86400);
+    assert_true(window_of("rate(a[300])") == 300);    /* Prometheus 3: seconds */
+    assert_true(window_of("max_over_time(rate(a[1m])[30m:1m])") == 1800);
+    assert_true(window_of("rate(a[ 2m ])") == 120);
+    assert_true(window_of("rate(a[5m] offset 1h)") == 300); /* offset is not a window */
+    assert_true(window_of("job:rejected:rate1m") == 0);      /* a recording rule hides it */
+    assert_true(window_of("rate(a[step()*2])") == 0);        /* an expression: unknown */
+    assert_true(window_of("rate(a[5mx])") == 0);
+    /* Ranges in strings and comments are not read. */
+    assert_true(window_of("sum(rate(a{pod=~\"web-[0-9]+\",x=\"[1h]\"}[10s])) # [1w]") == 10);
+    assert_true(window_of("sum(rate(a{pod=~\"{{podRegex}}\"}[15s]))") == 15);
+    /* An unreadable query: an error, and no window. */
+    assert_int_equal(ms_prom_query_window("rate(a[5m", &w, err, sizeof err), MS_ERR_PARSE);
+    assert_true(w == 0);
+    assert_non_null(strstr(err, "never closed"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -751,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_scan_matcher_details),
         cmocka_unit_test(test_scan_stops_when_asked),
         cmocka_unit_test(test_scan_errors),
+        cmocka_unit_test(test_query_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

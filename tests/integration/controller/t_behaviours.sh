@@ -28,6 +28,10 @@
 #                 the next regular sync is up to a minute away)
 #   g. dryleader  --dry-run --leader-elect with rights to create the Lease:
 #                 it decides, and no Lease exists and none was ever written
+#   h. settle     a saturation correction waits while a pod that turned Ready
+#                 inside its rates' window serves (pods marked Ready through the
+#                 status subresource, lastTransitionTime 10 minutes ago or now):
+#                 corrected, held (ReadyPodsSettling), corrected again a window later
 #
 # The figures (delays, counts) are printed as notes. MS_BEH_ONLY (names of the
 # beh_ functions below, e.g. "quiet conflict") runs only those parts.
@@ -76,6 +80,78 @@ ${5:-}
 YAML
 }
 BEH_Q='sum(test_load{namespace="{{namespace}}",workload="{{name}}"})'
+
+# --- h. a saturation correction waits for pods that just turned Ready ------------
+
+# beh_pod_ready NS POD SECONDS_AGO : mark POD Ready, its lastTransitionTime that many
+# seconds ago, through the status subresource (no kubelet ever places these pods).
+beh_pod_ready() {
+  local when
+  when=$(date -u -d "@$(($(date +%s) - $3))" +%Y-%m-%dT%H:%M:%SZ)
+  k patch -n "$1" pod "$2" --subresource=status --type=merge \
+    -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"$when\"}]}}" >/dev/null
+}
+beh_npods() { k get pods -n "$1" -l "app=$2" -o name 2>/dev/null | wc -l | tr -d ' '; }
+beh_is_npods() { [[ "$(beh_npods "$1" "$2")" == "$3" ]]; }
+beh_is_decision() { # NS MAS "STATUS REASON" DESIRED
+  cond_is "$1" "$2" Saturated "$3" && [[ "$(mas_desired "$1" "$2")" == "$4" ]]
+}
+
+beh_settle() {
+  new_ns bs || { fail "settle: namespace"; return; }
+  local ns="$NS" pods t0 took
+  deployment "$ns" st 3
+  wait_for 20 beh_is_npods "$ns" st 3 || { fail "settle: the Deployment has $(beh_npods "$ns" st) pods, not 3"; return; }
+  mapfile -t pods < <(k get pods -n "$ns" -l app=st -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}')
+  beh_pod_ready "$ns" "${pods[0]}" 600 && beh_pod_ready "$ns" "${pods[1]}" 600 ||
+    { fail "settle: could not mark pods Ready"; return; }
+  # load 10 for a target of 10 (ratio 1), and a proxy refusing as much as it admits
+  # (the correction doubles it); the rates' window is 20 s.
+  series_set test_admitted "$ns" st 100
+  series_set test_rejected "$ns" st 100
+  set_and_wait test_load "$ns" st 10 || { fail "settle: series not in Prometheus"; return; }
+  k apply -n "$ns" -f - >/dev/null <<YAML
+apiVersion: autoscaling.meshscaler.io/v1alpha1
+kind: MeshAutoscaler
+metadata: {name: st}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: st}
+  minReplicas: 1
+  maxReplicas: 20
+  dryRun: true
+  metrics:
+  - name: load
+    type: Prometheus
+    prometheus: {query: '$BEH_Q'}
+    target: {type: Value, value: "10"}
+  guardrails:
+    saturation:
+    - metric: load
+      admittedQuery: 'max_over_time(test_admitted{namespace="{{namespace}}",workload="{{name}}"}[20s])'
+      rejectedQuery: 'max_over_time(test_rejected{namespace="{{namespace}}",workload="{{name}}"}[20s])'
+YAML
+  ctl_start settle "$RESTRICTED" --namespace "$ns" --sync-period 1s || { fail "settle: controller not ready"; return; }
+  # Two pods Ready for 10 minutes: corrected, ratio 2, ceil(2 x 2 ready) = 4.
+  if wait_for 15 beh_is_decision "$ns" st "True SaturationCorrected" 4; then
+    ok "settle: two pods Ready for 10 minutes: the correction applies (desired 4)"
+  else fail "settle: with two settled pods: Saturated '$(mas_cond "$ns" st Saturated)', desired $(mas_desired "$ns" st) (want 4)"; return; fi
+  t0=$(now)
+  beh_pod_ready "$ns" "${pods[2]}" 0
+  # The third turns Ready: the ratio was measured on two, so it waits (ratio 1: 3).
+  if wait_for 8 beh_is_decision "$ns" st "False ReadyPodsSettling" 3; then
+    ok "settle: a pod turned Ready: the correction waits (desired 3, not 6) after $(elapsed "$t0") s: $(beh_cond_msg "$ns" st Saturated)"
+  else fail "settle: after a pod turned Ready: Saturated '$(mas_cond "$ns" st Saturated)', desired $(mas_desired "$ns" st) (want ReadyPodsSettling, 3)"; fi
+  if [[ "$(jget "$ns" mas st '{.status.lastDecision.message}')" == *"saturation correction waits for load: a pod turned Ready"* ]]; then
+    ok "settle: lastDecision.message says why"
+  else fail "settle: lastDecision.message: $(jget "$ns" mas st '{.status.lastDecision.message}')"; fi
+  # A whole window later the three pods' rates count: ceil(2 x 3) = 6.
+  if wait_for 35 beh_is_decision "$ns" st "True SaturationCorrected" 6; then
+    took="$(elapsed "$t0")"
+    if fle 19 "$took"; then ok "settle: the correction applies again $took s after the pod turned Ready (window 20 s; desired 6)"
+    else fail "settle: the correction came back after $took s, inside the 20 s window"; fi
+  else fail "settle: 35 s after: Saturated '$(mas_cond "$ns" st Saturated)', desired $(mas_desired "$ns" st) (want 6)"; fi
+  ctl_stop settle
+}
 
 # --- c. no status write at rest ---------------------------------------------------
 
@@ -667,7 +743,7 @@ PY
 # MS_BEH_ONLY="quiet conflict" runs only those parts (names of the beh_ functions).
 test_behaviours() {
   local t
-  for t in ${MS_BEH_ONLY:-quiet pause_once invalid warn_once dry_leader conflict renewal}; do
+  for t in ${MS_BEH_ONLY:-quiet pause_once invalid warn_once dry_leader conflict renewal settle}; do
     local s=$SECONDS
     "beh_$t"
     ctl_stop_all
