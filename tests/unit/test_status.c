@@ -592,6 +592,21 @@ static void test_guardrail_conditions(void **state)
     expect_condition(st, "RetryStorm", "False", "RetryShareBelowThreshold", T0);
     expect_condition(st, "Saturated", "False", "NotSaturated", T0);
     cJSON_Delete(st);
+
+    /* The controller held the correction (its rates passed as missing) for
+     * a pod that just turned Ready: Saturated says so, and why. */
+    obs.now = 1030;
+    obs.saturation[0].admitted.present = false;
+    obs.saturation[0].rejected.present = false;
+    assert_int_equal(ms_engine_decide(&spec, &mem, &obs, &d), MS_OK);
+    input(&in, NULL, &spec, &d, T0);
+    in.saturation_held = "sidecar: a pod turned Ready 2 s ago, inside the 60 s its rates read";
+    st = build(&in, &changed);
+    expect_condition(st, "Saturated", "False", "ReadyPodsSettling", T0);
+    assert_non_null(strstr(str(condition(st, "Saturated"), "message"),
+                           "the correction waits for a window of the current pods: sidecar: a "
+                           "pod turned Ready 2 s ago, inside the 60 s its rates read"));
+    cJSON_Delete(st);
     ms_spec_cleanup(&spec);
 }
 
