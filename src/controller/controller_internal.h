@@ -522,6 +522,18 @@ double ms__next_sync_delay(double period, double now);
  * due (0: none); progress, the last finished round or sync; now. */
 bool ms__liveness_ok(double due_since, double progress, double now, double sync_period);
 
+/* The readyReplicas a decision passes the engine (docs/decision-rules.md,
+ * inputs): the Ready pods when they were counted and some are Ready, else
+ * current. When every metric is SidecarConcurrency, the pods its series
+ * cover if more: as HPA's readyPodCount for a Pods metric counts every
+ * running pod with a sample, not only Ready ones. A pod still starting has
+ * its proxy up and reports 0 in flight (no Service routes to it yet); its
+ * zero is in the average, so the average times the Ready count alone asks
+ * too little exactly while a scale-up's pods start. Sidecar CPU and user
+ * queries keep the Ready count: a starting pod's CPU is start-up work,
+ * which HPA keeps out too. */
+int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
+                           int32_t ready_pods, int32_t current);
 /* Whether a sync needs the target's pods: a query uses {{podRegex}}, or a
  * metric target counts ready replicas (Utilization, Value). */
 bool ms__spec_needs_pods(const ms_spec_t *s);

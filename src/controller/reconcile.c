@@ -184,6 +184,20 @@ static void hold_unsettled_saturation(ms__item_t *it, ms_observation_t *obs)
                           age < 0 ? 0 : age, longest);
 }
 
+int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
+                           int32_t ready_pods, int32_t current)
+{
+    int32_t ready = pods_ok && ready_pods > 0 ? ready_pods : current;
+
+    for (size_t i = 0; i < spec->nmetrics; i++)
+        if (spec->metrics[i].source != MS_SOURCE_SIDECAR_CONCURRENCY)
+            return ready;
+    for (size_t i = 0; i < spec->nmetrics; i++)
+        if (metric_pods[i].known && metric_pods[i].count > ready)
+            ready = metric_pods[i].count;
+    return ready;
+}
+
 static ms_err_t decide(ms__item_t *it)
 {
     ms_observation_t obs = it->obs.obs;
@@ -192,9 +206,7 @@ static ms_err_t decide(ms__item_t *it)
 
     obs.now = it->now;
     obs.current_replicas = current;
-    /* Ready pods when they were counted and some are ready; otherwise
-     * the default of docs/decision-rules.md#inputs, the current count. */
-    obs.ready_replicas = t->pods_ok && t->ready_pods > 0 ? t->ready_pods : current;
+    obs.ready_replicas = ms__decision_ready(it->spec, obs.metric_pods, t->pods_ok, t->ready_pods, current);
     hold_unsettled_saturation(it, &obs);
     /* Only a scale that was written is a scale event (dry-run, pause,
      * conflicts and failed writes store none): recorded after the update. */

@@ -122,6 +122,42 @@ static void test_pods_only_when_needed(void **state)
     ms_spec_cleanup(&spec);
 }
 
+/* readyReplicas: the Ready count, or current; for a spec of sidecar
+ * concurrency metrics only, the pods that reported when more (HPA's
+ * readyPodCount for Pods metrics). */
+static void test_decision_ready(void **state)
+{
+    ms_spec_t concurrency, mixed;
+    ms_pods_t pods[MS_MAX_METRICS] = {{0}};
+
+    (void)state;
+    parse_spec(SPEC_HEAD "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
+                         "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
+                         "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}",
+               &concurrency);
+    parse_spec(SPEC_HEAD "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
+                         "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
+                         "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}},"
+                         "{\"name\":\"cpu\",\"type\":\"SidecarCPU\",\"sidecarCPU\":{\"container\":\"p\"},"
+                         "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}",
+               &mixed);
+    /* Nothing reported: the Ready count; none Ready or not counted: current. */
+    assert_int_equal(ms__decision_ready(&concurrency, pods, true, 2, 7), 2);
+    assert_int_equal(ms__decision_ready(&concurrency, pods, true, 0, 7), 7);
+    assert_int_equal(ms__decision_ready(&concurrency, pods, false, 2, 7), 7);
+    /* 2 Ready, 7 proxies reporting (5 starting): 7. */
+    pods[0] = (ms_pods_t){true, 7};
+    assert_int_equal(ms__decision_ready(&concurrency, pods, true, 2, 7), 7);
+    /* Fewer reported than are Ready: the Ready count (the missing-pods rule). */
+    pods[0] = (ms_pods_t){true, 1};
+    assert_int_equal(ms__decision_ready(&concurrency, pods, true, 2, 7), 2);
+    /* With sidecar CPU beside it: the Ready count, whatever reported. */
+    pods[0] = pods[1] = (ms_pods_t){true, 7};
+    assert_int_equal(ms__decision_ready(&mixed, pods, true, 2, 7), 2);
+    ms_spec_cleanup(&concurrency);
+    ms_spec_cleanup(&mixed);
+}
+
 /* A pod as the informer delivers it, through the transform into the index. */
 static void index_pod(ms__pod_index_t *x, const char *name, const char *ready, const char *since)
 {
@@ -178,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_only_applied_scales_are_events),
         cmocka_unit_test(test_pods_only_when_needed),
         cmocka_unit_test(test_pod_index_newest_ready),
+        cmocka_unit_test(test_decision_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
