@@ -18,9 +18,9 @@
 #   lab             the incident lab's scenarios, shortened (e2e/lab/*.sh --short), each
 #                   on real pods, two arms side by side under the same peak:
 #                   blind-vs-aware (the HPA on CPU and meshscaler, a dry-run meshscaler
-#                   beside the HPA) and edge-flows (without and with the downstream
-#                   guardrail); asserts directions. (retry-storm is not in it: its
-#                   replica direction failed 1 of 9 short runs; e2e/lab/README.md.)
+#                   beside the HPA), retry-storm (without and with the retry-storm
+#                   guard) and edge-flows (without and with the downstream guardrail);
+#                   asserts directions.
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
 # Under CI=true nothing may be skipped: a suite in MS_SKIP, a ctest test that
 # skips, or an integration runner that exits 77 fails the run instead. The
@@ -174,7 +174,7 @@ suite integration integration
 # a machine singleton); both run, and the suite fails if one did.
 lab() {
   local rc=0 scenario
-  for scenario in blind-vs-aware edge-flows; do
+  for scenario in blind-vs-aware retry-storm edge-flows; do
     echo "--- e2e/lab/$scenario.sh --short"
     bash "e2e/lab/$scenario.sh" --short || { echo "lab: $scenario failed"; rc=1; }
   done
