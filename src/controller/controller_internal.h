@@ -534,8 +534,9 @@ bool ms__liveness_ok(double due_since, double progress, double now, double sync_
  * which HPA keeps out too. */
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
                            int32_t ready_pods, int32_t current);
-/* Whether a sync needs the target's pods: a query uses {{podRegex}}, or a
- * metric target counts ready replicas (Utilization, Value). */
+/* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
+ * metric target counts ready replicas (Utilization, Value), or a metric has
+ * a saturation correction (held while pods turn Ready). */
 bool ms__spec_needs_pods(const ms_spec_t *s);
 /* Whether a query of the spec uses {{podRegex}}. When the round could not
  * count the pods it passes no regex, and the tick reports those queries
