@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install the Debian packages meshscaler needs, only those missing.
 #
-#   scripts/install-deps.sh [build] [fuzz] [valgrind]   (default: build)
+#   scripts/install-deps.sh [build] [fuzz] [valgrind] [load]   (default: build)
 #
 # build:    compiler, CMake, Ninja, pkg-config and the fixed libraries
 #           (libcurl, cJSON, libyaml, libwebsockets) plus cmocka and faketime
 #           (libfaketime: the controller's wall-clock step test)
 # fuzz:     clang and its runtime for libFuzzer
 # valgrind: valgrind
+# load:     HAProxy, python3 and curl for e2e/lab/load/check.sh
 # Installs with apt-get as root; otherwise names what is missing and fails.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ declare -A groups=(
   [build]="gcc libc6-dev cmake ninja-build pkg-config libcurl4-openssl-dev libcjson-dev libyaml-dev libwebsockets-dev libcmocka-dev faketime"
   [fuzz]="clang libclang-rt-14-dev"
   [valgrind]="valgrind"
+  [load]="haproxy python3 curl"
 )
 
 wanted=()

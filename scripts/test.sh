@@ -6,6 +6,9 @@
 #   unit+scenarios  cmocka unit tests, every decide scenario and the CLI,
 #                   built with ASan + UBSan (ctest)
 #   valgrind        the decide command and the unit tests under valgrind
+#   load-client     the lab's load client against a real HAProxy on this host
+#                   (e2e/lab/load/check.sh; needs no cluster, so it runs here,
+#                   not in the lab suite)
 #   fuzz            each libFuzzer target for FUZZ_SECONDS (default 30)
 #   bench           bench/engine figures (printed, not asserted)
 #   chart           the Helm chart: lint, templates, schema refusals, manifests
@@ -84,44 +87,111 @@ build() { # build DIR TYPE [cmake args...]
     ninja -C "$dir" -j "$jobs" >/dev/null
 }
 
+# The fewest tests each label of the unit+scenarios suite may run, set just
+# under the counts of December 2026 (unit 38, scenario 69, shared-scenario 16:
+# the scenarios of ../shared/scenarios). A label that matched nothing, a glob
+# that found no files or a folder that went missing fails here instead of
+# passing with fewer tests; raise a floor when its label grows.
+declare -A test_floor=([unit]=37 [scenario]=68 [shared-scenario]=15)
+
+# check_test_counts LOG: each label's count from ctest's "Label Time Summary"
+# against its floor. The shared scenarios are a skip outside CI when
+# ../shared is missing (the configure step warned), a failure under CI=true.
+check_test_counts() {
+  local log="$1" label count rc=0
+  for label in "${!test_floor[@]}"; do
+    count="$(sed -nE "s/^${label} +=.*\(([0-9]+) tests?\)\s*$/\1/p" "$log")"
+    count="${count:-0}"
+    echo "ctest: label $label ran $count tests (floor ${test_floor[$label]})"
+    if ((count >= test_floor[$label])); then
+      continue
+    elif [[ $label == shared-scenario && $count -eq 0 ]]; then
+      skipped_here "the shared scenarios (no ../shared/scenarios nor MS_SHARED_SCENARIOS folder; see the configure warning)" || rc=1
+    else
+      echo "FAIL label $label ran $count tests, fewer than its floor ${test_floor[$label]}"
+      rc=1
+    fi
+  done
+  return "$rc"
+}
+
 unit_and_scenarios() {
   build build-san Sanitize || return 1
   # halt_on_error keeps the first report readable; any report fails ctest.
   # The integration tests need servers: the integration suite runs them.
+  # --no-tests=error: a selection that matches nothing fails.
   local log rc n
   log="$(mktemp)"
   ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-san --output-on-failure -j "$jobs" -L 'unit|scenario' 2>&1 | tee "$log"
+    ctest --test-dir build-san --output-on-failure --no-tests=error -j "$jobs" -L 'unit|scenario' 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   n="$(grep -cE '\*\*\*Skipped|\(Skipped\)|Not Run' "$log")"
+  check_test_counts "$log" || rc=1
   rm -f "$log"
   for ((; n > 0; n--)); do skipped_here "a ctest test (see above)" || rc=1; done
   return "$rc"
 }
 
+# vg_run WHAT WANT CMD...: CMD under valgrind must exit WANT. Anything else
+# fails: 99 is valgrind's own report (memory errors, leaks), 128+N a signal
+# (a crash: 134 abort, 139 segfault), any other code a wrong answer.
+vg_run() {
+  local what="$1" want="$2" err rc
+  shift 2
+  err="$(mktemp)"
+  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+    "$@" >/dev/null 2>"$err"
+  rc=$?
+  if [[ $rc -ne $want ]]; then
+    if [[ $rc -eq 99 ]]; then
+      echo "valgrind: $what: valgrind reports errors (exit 99):"
+    elif [[ $rc -gt 128 ]]; then
+      echo "valgrind: $what: killed by signal $((rc - 128)) (exit $rc), expected exit $want:"
+    else
+      echo "valgrind: $what: exit $rc, expected $want:"
+    fi
+    cat "$err"
+  fi
+  rm -f "$err"
+  [[ $rc -eq $want ]]
+}
+
+# Every decide scenario exits 0, every refusal in invalid/ exits 2 (the
+# decide contract), every unit test binary 0; each class must find files.
 under_valgrind() {
   build build-debug Debug || return 1
-  local vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect)
-  local n=0 f
-  for f in tests/scenarios/*.json tests/scenarios/invalid/*.json; do
-    [[ -e "$f" ]] || continue
-    "${vg[@]}" build-debug/meshscaler decide -f "$f" >/dev/null 2>/tmp/ms-vg.err
-    if [[ $? -eq 99 ]]; then
-      echo "valgrind reports errors on decide -f $f:"
-      cat /tmp/ms-vg.err
-      return 1
-    fi
-    n=$((n + 1))
+  local runs=0 bad=0 f
+  local -a scenarios invalid units
+  shopt -s nullglob
+  scenarios=(tests/scenarios/*.json)
+  invalid=(tests/scenarios/invalid/*.json)
+  units=(build-debug/tests/test_* build-debug/e2e/lab/load/test_load)
+  shopt -u nullglob
+  if ((${#scenarios[@]} == 0 || ${#invalid[@]} == 0 || ${#units[@]} == 0)); then
+    echo "valgrind: found ${#scenarios[@]} scenarios, ${#invalid[@]} refusals, ${#units[@]} unit tests; none may be 0"
+    return 1
+  fi
+  for f in "${scenarios[@]}"; do
+    vg_run "decide -f $f" 0 build-debug/meshscaler decide -f "$f" || bad=$((bad + 1))
+    runs=$((runs + 1))
   done
-  for t in build-debug/tests/test_*; do
-    if ! "${vg[@]}" "$t" >/dev/null 2>/tmp/ms-vg.err; then
-      echo "valgrind: $t failed:"
-      cat /tmp/ms-vg.err
-      return 1
-    fi
-    n=$((n + 1))
+  for f in "${invalid[@]}"; do
+    vg_run "decide -f $f" 2 build-debug/meshscaler decide -f "$f" || bad=$((bad + 1))
+    runs=$((runs + 1))
   done
-  echo "valgrind: $n runs clean"
+  for f in "${units[@]}"; do
+    vg_run "$f" 0 "$f" || bad=$((bad + 1))
+    runs=$((runs + 1))
+  done
+  echo "valgrind: $runs runs, $bad failed"
+  [[ $bad -eq 0 ]]
+}
+
+# The lab's load client against a real HAProxy on this host (no cluster, ~35 s):
+# the sanitizer build's client, and the Debug build's under valgrind.
+load_client() {
+  VALGRIND_LOAD=build-debug/e2e/lab/load/meshscaler-load \
+    bash e2e/lab/load/check.sh build-san/e2e/lab/load/meshscaler-load
 }
 
 fuzz() { FUZZ_SECONDS="${FUZZ_SECONDS:-30}" bash tests/fuzz/run.sh; }
@@ -162,9 +232,10 @@ integration() (
   exit $rc
 )
 
-suite deps bash scripts/install-deps.sh build fuzz valgrind
+suite deps bash scripts/install-deps.sh build fuzz valgrind load
 suite unit+scenarios unit_and_scenarios
 suite valgrind under_valgrind
+suite load-client load_client
 suite fuzz fuzz
 suite bench bench
 suite chart bash tests/chart/run.sh

@@ -58,7 +58,20 @@ int ms_reason_from_name(const char *name);
 #define MS_ENGINE_MAX_EVENTS 16
 
 /* The engine's memory for one object. Zero-initialise it (or use
- * ms_engine_memory_init) for a new object. Entries are unordered, as in HPA. */
+ * ms_engine_memory_init) for a new object. Entries are unordered, as in HPA.
+ *
+ * Scale events are kept as HPA keeps them: every policy counts the events of
+ * both directions newer than its period, and a new event reuses the last slot
+ * of its own direction older than that direction's longest period (so a
+ * scale-up a long scale-down policy could still count goes when a later
+ * scale-up takes its slot, as in HPA's storeScaleEvent). When all 16 slots
+ * are live, what goes first: events no policy of either direction counts
+ * (exact); then the two oldest neighbouring events of one direction merge at
+ * the newer time, which errs on the safe side for that direction's limit but
+ * not for the other's (it counts the older change up to newer - older
+ * seconds too long, and may allow up to that change more); with directions
+ * strictly alternating, the oldest event (its direction's limit loosens by
+ * it). docs/decision-rules.md#memory has the whole rule. */
 typedef struct {
     double rec_time[MS_ENGINE_MAX_RECOMMENDATIONS];
     int32_t rec_replicas[MS_ENGINE_MAX_RECOMMENDATIONS];

@@ -179,6 +179,53 @@ static void outdated_events_are_reused_as_hpa_does(void **state)
     ms_spec_cleanup(&s);
 }
 
+/* HPA's rate memory (horizontal.go: storeScaleEvent, getReplicasChangePerPeriod,
+ * calculateScaleDownLimitWithBehaviors): each policy counts the events of both
+ * directions newer than its period, and a new event replaces the last event of
+ * its own direction older than that direction's longest period, even when the
+ * other direction's longer policy could still count it. Up: Pods 4 per 15 s;
+ * down: Pods 4 per 120 s (tests/scenarios/rate-memory-both-directions.json). */
+static void scale_events_follow_hpa_per_direction(void **state)
+{
+    ms_spec_t s;
+    ms_engine_memory_t mem;
+    ms_reason_t why;
+    (void)state;
+    ms_spec_init(&s);
+    s.scale_up.policies[0] = (ms_policy_t){MS_POLICY_PODS, 4, 15};
+    s.scale_up.npolicies = 1;
+    s.scale_down.policies[0] = (ms_policy_t){MS_POLICY_PODS, 4, 120};
+    s.scale_down.npolicies = 1;
+
+    /* A lone scale-up stays while the 120 s policy can count it: at t=100,
+     * from 9, periodStart = 9 - 4 = 5 and the limit 1 lets 9 go to 1. */
+    ms_engine_memory_init(&mem);
+    ms__memory_store_event(&mem, &s, 0, 4);
+    assert_int_equal(ms__apply_rate(&mem, &s, 100, 9, 1, &why), 1);
+    assert_int_equal(why, MS_REASON_DesiredWithinRange);
+    /* at t=120 it is out of the period: start 9, limit 5 */
+    assert_int_equal(ms__apply_rate(&mem, &s, 120, 9, 1, &why), 5);
+    assert_int_equal(why, MS_REASON_ScaleDownLimit);
+
+    /* A run of scale-ups 5 -> 9 -> 13 -> 17: the one at t=30 replaces the
+     * event of t=0 (0 < 30 - 15), so at t=45 the 120 s policy counts +8, not
+     * +12: periodStart 17 - 8 = 9, limit 5 (keeping the t=0 event would give
+     * 1, counting no scale-up 13). */
+    ms_engine_memory_init(&mem);
+    ms__memory_store_event(&mem, &s, 0, 4);
+    ms__memory_store_event(&mem, &s, 15, 4);
+    ms__memory_store_event(&mem, &s, 30, 4);
+    assert_int_equal(mem.nevents, 2);
+    assert_int_equal(ms__apply_rate(&mem, &s, 45, 17, 1, &why), 5);
+    assert_int_equal(why, MS_REASON_ScaleDownLimit);
+    /* the -12 joins them; at t=60 the count at the period's start is
+     * 5 - 8 + 12 = 9: limit 5, the current count, so 5 holds */
+    ms__memory_store_event(&mem, &s, 45, -12);
+    assert_int_equal(ms__apply_rate(&mem, &s, 60, 5, 1, &why), 5);
+    assert_int_equal(why, MS_REASON_ScaleDownLimit);
+    ms_spec_cleanup(&s);
+}
+
 static void restored_state_keeps_its_times(void **state)
 {
     ms_spec_t s;
@@ -209,6 +256,7 @@ int main(void)
         cmocka_unit_test(lossy_compaction_only_delays_scale_down),
         cmocka_unit_test(event_compaction_keeps_scale_up_at_least_as_tight),
         cmocka_unit_test(outdated_events_are_reused_as_hpa_does),
+        cmocka_unit_test(scale_events_follow_hpa_per_direction),
         cmocka_unit_test(restored_state_keeps_its_times),
         cmocka_unit_test(memory_is_small),
     };
