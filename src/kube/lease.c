@@ -34,6 +34,7 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
                                        char *errbuf, size_t errlen)
 {
     ms_kube_elector_t *e;
+    double backdate;
 
     if (o->namespace_ == NULL || o->name == NULL || o->identity == NULL || o->identity[0] == '\0') {
         ms_errf(errbuf, errlen, MS_ERR_INVALID, "leader election: namespace, name and identity are required");
@@ -43,16 +44,19 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
     e->duration = o->lease_duration > 0 ? o->lease_duration : 15;
     e->deadline = o->renew_deadline > 0 ? o->renew_deadline : 10;
     e->retry = o->retry_period > 0 ? o->retry_period : 2;
-    e->margin = o->safety_margin > 0 ? o->safety_margin : 2;
+    backdate = (e->duration - e->deadline) / 2;
+    e->margin = o->safety_margin > 0 ? o->safety_margin : backdate + MS_KUBE_LEASE_SLACK;
     if (!(e->deadline < e->duration) || !(e->retry < e->deadline) ||
-        !(e->margin < e->duration - e->deadline) ||
+        !(e->margin >= backdate + MS_KUBE_LEASE_SLACK) || !(e->margin < e->duration) ||
         ms_kube_path(e->path, sizeof e->path, "coordination.k8s.io/v1", o->namespace_, "leases",
                      o->name, NULL) != MS_OK ||
         ms_kube_path(e->collection, sizeof e->collection, "coordination.k8s.io/v1", o->namespace_,
                      "leases", NULL, NULL) != MS_OK) {
         ms_errf(errbuf, errlen, MS_ERR_INVALID,
                 "leader election: need retry period < renew deadline < lease duration, a safety "
-                "margin below duration - deadline, and a valid name");
+                "margin of at least (duration - deadline)/2 + %.1f s (a successor's back-dating "
+                "plus slack) and below the duration, and a valid name",
+                MS_KUBE_LEASE_SLACK);
         free(e);
         return NULL;
     }
@@ -72,6 +76,11 @@ static bool try_acquire_or_renew(ms_kube_elector_t *e);
 static void set_valid_until(ms_kube_elector_t *e, double t)
 {
     atomic_store(&e->valid_until_us, t > 0 ? (uint_fast64_t)(t * 1e6) : 0);
+}
+
+double ms_kube_elector_term(const ms_kube_elector_t *e)
+{
+    return e->deadline < e->duration - e->margin ? e->deadline : e->duration - e->margin;
 }
 
 double ms_kube_elector_valid_until(ms_kube_elector_t *e)
@@ -117,7 +126,10 @@ static void set_num(cJSON *obj, const char *key, double val)
  * after the previous look began (that look still saw the old version), so it
  * is dated there instead - but never more than half the gap between lease
  * duration and renew deadline back, which keeps that much margin between
- * the old leader giving up (last renewal + renew deadline) and a takeover. */
+ * the old leader giving up (last renewal + renew deadline) and a takeover.
+ * `now` is when the answer arrived, not when the GET began: a slow GET sent
+ * before the leader's renewal may return it, and the back-dating must count
+ * from after the renewal, or the GET's latency would add to it. */
 static void observe(ms_kube_elector_t *e, cJSON *lease, double now)
 {
     const char *rv = str_at(lease, "metadata", "resourceVersion");
@@ -177,7 +189,7 @@ static bool try_acquire_or_renew(ms_kube_elector_t *e)
         MS_LOG_WARN("cannot read the leader lease", MS_S("lease", e->name), MS_S("error", kerr.message));
         return false;
     }
-    observe(e, lease, now);
+    observe(e, lease, ms_clock_monotonic());
     e->last_look = now;
     held_by_me = strcmp(e->observed_holder, e->identity) == 0;
     if (!held_by_me && e->observed_holder[0] != '\0' && e->observed_at + e->duration > now)
@@ -257,7 +269,7 @@ static void *run(void *arg)
             continue;
         }
         last_renew = started;
-        set_valid_until(e, started + e->duration - e->margin);
+        set_valid_until(e, started + ms_kube_elector_term(e));
         atomic_store(&e->leader, true);
         MS_LOG_INFO("became leader", MS_S("lease", e->name), MS_S("identity", e->identity));
         if (e->cb.on_started_leading)
@@ -269,7 +281,7 @@ static void *run(void *arg)
                 break;
             if (bounded_attempt(e, last_renew + e->deadline, &started)) {
                 last_renew = started;
-                set_valid_until(e, started + e->duration - e->margin);
+                set_valid_until(e, started + ms_kube_elector_term(e));
                 continue;
             }
             if (ms_clock_monotonic() - last_renew >= e->deadline ||
