@@ -9,7 +9,11 @@
  * EC P-256 certificate made in memory at start. With an authorize callback,
  * /metrics answers only a request whose bearer token the callback allows:
  * no token 401, a token it does not accept 401, a refused caller 403, a
- * failed check 500, too many checks waiting 503. The health address always
+ * failed check 500, too many checks waiting (in all, or from the caller's
+ * address) 503. A lookup callback, when given, is asked first: a decision it
+ * already knows (a cache) is answered at once, never queued behind checks
+ * of other tokens, so a flood of new tokens cannot delay a known caller.
+ * The health address always
  * stays plain HTTP (kubelet probes). The server knows nothing of Kubernetes:
  * the caller supplies the decision.
  *
@@ -46,8 +50,18 @@ typedef enum {
  * must never be logged. Called on the server's authorization thread only. */
 typedef int (*ms_server_authorize_fn)(void *ctx, const char *bearer_token);
 
+/* A decision known without waiting (a cache), or MS_SERVER_AUTH_UNKNOWN:
+ * then the token waits for the authorize callback. Called on the service
+ * thread, for every /metrics request with a token: it must not block.
+ * bearer_token is borrowed for the call and must never be logged. */
+#define MS_SERVER_AUTH_UNKNOWN (-1)
+typedef int (*ms_server_lookup_fn)(void *ctx, const char *bearer_token);
+
 /* Most authorization checks waiting at once; more get 503. */
 #define MS_SERVER_MAX_PENDING_AUTH 64
+/* Most of them from one peer address (default); more from it get 503, so
+ * one client cannot take the whole queue. */
+#define MS_SERVER_MAX_PENDING_AUTH_PER_PEER 8
 
 typedef struct {
     /* "HOST:PORT" or ":PORT" (all interfaces); port 0 picks a free one;
@@ -63,7 +77,9 @@ typedef struct {
     const char *tls_cert_file; /* PEM (a chain is fine), with ... */
     const char *tls_key_file;  /* ... its key; both NULL: self-signed in memory */
     ms_server_authorize_fn authorize; /* NULL: /metrics is open; needs metrics_tls */
-    void *authorize_ctx;
+    ms_server_lookup_fn lookup;       /* NULL: every token waits for authorize */
+    void *authorize_ctx;              /* for both */
+    size_t max_pending_auth_per_peer; /* 0: MS_SERVER_MAX_PENDING_AUTH_PER_PEER */
 } ms_server_options_t;
 
 typedef struct ms_server ms_server_t;

@@ -60,7 +60,28 @@ void ms__metrics_authorizer_apply(ms__metrics_authorizer_t *a, ms_server_options
     so->tls_cert_file = a->cert_file;
     so->tls_key_file = a->key_file;
     so->authorize = ms__metrics_authorizer_authorize;
+    so->lookup = ms__metrics_authorizer_lookup;
     so->authorize_ctx = a;
+}
+
+int ms__metrics_authorizer_lookup(void *ctx, const char *bearer_token)
+{
+    ms__metrics_authorizer_t *a = ctx;
+    ms_kube_review_decision_t d;
+
+    if (!ms_kube_review_cache_get(a->cache, bearer_token, METRICS_PATH, "get",
+                                  ms_clock_monotonic(), &d))
+        return MS_SERVER_AUTH_UNKNOWN;
+    switch (d) {
+    case MS_KUBE_REVIEW_ALLOWED:
+        return MS_SERVER_AUTH_ALLOWED;
+    case MS_KUBE_REVIEW_DENIED:
+        return MS_SERVER_AUTH_DENIED;
+    case MS_KUBE_REVIEW_UNAUTHENTICATED:
+        return MS_SERVER_AUTH_UNAUTHENTICATED;
+    default:
+        return MS_SERVER_AUTH_UNKNOWN; /* errors are never cached */
+    }
 }
 
 int ms__metrics_authorizer_authorize(void *ctx, const char *bearer_token)

@@ -12,7 +12,9 @@
  *
  * Threads: the server calls ms__metrics_authorizer_authorize() from its one
  * authorization thread, so the authorizer has a Kubernetes client of its own
- * (one client per thread, docs/ARCHITECTURE.md).
+ * (one client per thread, docs/ARCHITECTURE.md). ms__metrics_authorizer_lookup()
+ * runs on the service thread and only reads the cache (it has its own lock),
+ * so a cached caller is answered before, never behind, the queue of checks.
  *
  * Ownership: the authorizer owns its client, its cache and the file names it
  * hands to the server; it must outlive the server it was applied to.
@@ -37,7 +39,7 @@ ms__metrics_authorizer_t *ms__metrics_authorizer_new(const ms_kube_config_t *kcf
                                                      size_t errlen);
 
 /* Turn on TLS and authorization in so (metrics_tls, tls_cert_file,
- * tls_key_file, authorize, authorize_ctx). a NULL leaves so as it is (plain
+ * tls_key_file, authorize, lookup, authorize_ctx). a NULL leaves so as it is (plain
  * /metrics). */
 void ms__metrics_authorizer_apply(ms__metrics_authorizer_t *a, ms_server_options_t *so);
 
@@ -45,6 +47,10 @@ void ms__metrics_authorizer_apply(ms__metrics_authorizer_t *a, ms_server_options
  * ms_server_auth_t; logs fresh decisions with the user's name (never the
  * token). */
 int ms__metrics_authorizer_authorize(void *ctx, const char *bearer_token);
+
+/* The ms_server_lookup_fn: the cached decision for bearer_token, or
+ * MS_SERVER_AUTH_UNKNOWN. Makes no request. */
+int ms__metrics_authorizer_lookup(void *ctx, const char *bearer_token);
 
 /* Its Kubernetes client (request counts, for tests and figures); borrowed. */
 ms_kube_client_t *ms__metrics_authorizer_client(ms__metrics_authorizer_t *a);

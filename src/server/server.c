@@ -7,8 +7,10 @@
  * built whole when it can be answered (it is small) and written out in
  * chunks as the socket becomes writable.
  *
- * Secure metrics: a /metrics request with a bearer token becomes a check_t
- * on a queue and its connection waits. The authorization thread runs the
+ * Secure metrics: a /metrics request with a bearer token is answered at
+ * once when the lookup callback knows its decision (a cache hit); else it
+ * becomes a check_t on a queue (bounded in all and per peer address) and
+ * its connection waits. The authorization thread runs the
  * caller's callback for the oldest waiting check, marks it done and wakes
  * the service thread (lws_cancel_service -> LWS_CALLBACK_EVENT_WAIT_CANCELLED),
  * which asks for the connection to become writable and answers then. A
@@ -34,6 +36,8 @@
 #define AUTH_WAIT_SECONDS 30   /* a connection waits at most this long for its check */
 #define PEM_MAX (64u * 1024u)
 #define BUSY_TEXT "Too many authorization checks waiting\n"
+#define PEER_BUSY_TEXT "Too many authorization checks waiting from this address\n"
+#define PEER_MAX 64 /* an IPv6 address as text fits */
 
 typedef enum { ROLE_METRICS = 0, ROLE_HEALTH } role_t;
 
@@ -44,6 +48,7 @@ typedef struct check {
     struct check *next;
     struct lws *wsi; /* the waiting connection; NULL once it closed */
     char *token;     /* owned; wiped once the callback returned */
+    char peer[PEER_MAX]; /* the client's address, "" when unknown */
     check_state_t state;
     bool woken;      /* done and its connection asked to become writable */
     int result;      /* an ms_server_auth_t, when done */
@@ -149,6 +154,13 @@ static int respond_decision(struct lws *wsi, ms_server_t *s, session_t *ss, int 
 
 /* ---- authorization checks ---- */
 
+/* Wipe and free a token. */
+static void free_token(char *token)
+{
+    explicit_bzero(token, strlen(token));
+    free(token);
+}
+
 /* Unlink and free c; the caller holds the lock. */
 static void check_free(ms_server_t *s, check_t *c)
 {
@@ -160,10 +172,8 @@ static void check_free(ms_server_t *s, check_t *c)
             break;
         }
     }
-    if (c->token != NULL) {
-        explicit_bzero(c->token, strlen(c->token));
-        free(c->token);
-    }
+    if (c->token != NULL)
+        free_token(c->token);
     free(c);
 }
 
@@ -195,32 +205,63 @@ out:
     return token;
 }
 
-/* Queue a check for this /metrics request; its connection waits. */
+/* Checks waiting (or running, or answered but not yet written) for peer;
+ * the caller holds the lock. "" (unknown) counts as one peer. */
+static size_t checks_from(const ms_server_t *s, const char *peer)
+{
+    size_t n = 0;
+
+    for (const check_t *c = s->checks; c != NULL; c = c->next)
+        n += strcmp(c->peer, peer) == 0;
+    return n;
+}
+
+/* Answer a /metrics request at once if its decision is known, else queue a
+ * check for it (its connection waits), else 503 when the queue, or this
+ * peer's share of it, is full. */
 static int ask_authorization(struct lws *wsi, ms_server_t *s, session_t *ss)
 {
-    char *token = bearer_token(wsi);
+    char *token = bearer_token(wsi), peer[PEER_MAX] = "";
+    size_t per_peer = s->opts.max_pending_auth_per_peer ? s->opts.max_pending_auth_per_peer
+                                                        : MS_SERVER_MAX_PENDING_AUTH_PER_PEER;
+    const char *busy = NULL;
     check_t *c;
 
     if (token == NULL)
         return respond_unauthorized(wsi, ss);
+    if (s->opts.lookup != NULL) {
+        int known = s->opts.lookup(s->opts.authorize_ctx, token);
+
+        if (known != MS_SERVER_AUTH_UNKNOWN) {
+            free_token(token);
+            return respond_decision(wsi, s, ss, known);
+        }
+    }
+    if (lws_get_peer_simple(wsi, peer, sizeof peer) == NULL)
+        peer[0] = '\0';
     pthread_mutex_lock(&s->lock);
-    if (s->nchecks >= MS_SERVER_MAX_PENDING_AUTH) {
+    if (s->nchecks >= MS_SERVER_MAX_PENDING_AUTH)
+        busy = BUSY_TEXT;
+    else if (checks_from(s, peer) >= per_peer)
+        busy = PEER_BUSY_TEXT;
+    if (busy != NULL) {
         bool log = !s->busy_logged;
 
         s->busy_logged = true;
         pthread_mutex_unlock(&s->lock);
-        explicit_bzero(token, strlen(token));
-        free(token);
+        free_token(token);
         if (log) /* once until the queue empties: a flood must not flood the log */
             MS_LOG_WARN("too many /metrics authorization checks waiting; answering 503",
-                        MS_I("waiting", MS_SERVER_MAX_PENDING_AUTH));
-        ms_buf_append(&ss->body, BUSY_TEXT, strlen(BUSY_TEXT));
+                        MS_I("waiting", MS_SERVER_MAX_PENDING_AUTH),
+                        MS_I("per_peer", per_peer), MS_S("peer", peer));
+        ms_buf_append(&ss->body, busy, strlen(busy));
         return respond_with(wsi, ss, HTTP_STATUS_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
                             "retry-after:", "1");
     }
     c = ms_xcalloc(1, sizeof *c);
     c->wsi = wsi;
     c->token = token;
+    memcpy(c->peer, peer, sizeof peer);
     c->state = CHECK_QUEUED;
     check_t **tail = &s->checks;
     while (*tail != NULL)

@@ -111,6 +111,35 @@ static void yaml_errors_name_line_and_column(void **state)
     cJSON_Delete(load(deep, errbuf, MS_OK));
 }
 
+/* Kubernetes' strict decoding refuses a key given twice; keeping either
+ * value silently would convert one number while the cluster keeps another. */
+static void yaml_duplicate_keys_are_refused_with_their_path(void **state)
+{
+    char errbuf[MS_ERRBUF_SIZE];
+    (void)state;
+    assert_null(load("spec:\n  maxReplicas: 5\n  maxReplicas: 500\n", errbuf, MS_ERR_INVALID));
+    assert_string_equal(errbuf, "line 3, column 3: duplicate key \"spec.maxReplicas\"");
+    assert_null(load("a: 1\nb: {c: [x, {d: 1, e: 2, d: 3}]}\n", errbuf, MS_ERR_INVALID));
+    assert_string_equal(errbuf, "line 2, column 28: duplicate key \"b.c[1].d\"");
+    assert_null(load("---\nok: 1\n---\nk: 1\n\"k\": 2\n", errbuf, MS_ERR_INVALID));
+    assert_string_equal(errbuf, "line 5, column 1: duplicate key \"k\"");
+    /* The same key in sibling mappings or in another document is fine. */
+    cJSON_Delete(load("- {a: 1}\n- {a: 2}\n---\na: 3\n", errbuf, MS_OK));
+}
+
+/* "\0" would end the C string early: "ab\0cd" would read as "ab". */
+static void yaml_nul_escapes_are_refused(void **state)
+{
+    char errbuf[MS_ERRBUF_SIZE];
+    (void)state;
+    assert_null(load("name: \"ab\\0cd\"\n", errbuf, MS_ERR_INVALID));
+    assert_string_equal(errbuf, "line 1, column 7: a NUL character (\"\\0\") is not allowed in "
+                                "a scalar");
+    assert_null(load("\"k\\0ey\": 1\n", errbuf, MS_ERR_INVALID));
+    assert_string_equal(errbuf, "line 1, column 1: a NUL character (\"\\0\") is not allowed in "
+                                "a scalar");
+}
+
 /* ---- conversion ---- */
 
 static char *read_fixture(const char *name, size_t *len) { return read_fixture_file(FIXTURES, name, len); }
@@ -273,6 +302,9 @@ static void invalid_hpas_are_refused_with_their_path(void **state)
          "in.yaml: spec.metrics: no metric could be converted (the lines above say why); a "
          "MeshAutoscaler needs at least one"},
         {"a: [b\n", "in.yaml: line 2, column 1: did not find expected ',' or ']'"},
+        /* the cluster would keep 500 where the converter read 5 */
+        {HPA_HEAD "spec:\n  " REF "\n  maxReplicas: 5\n  maxReplicas: 500\n",
+         "in.yaml: line 7, column 3: duplicate key \"spec.maxReplicas\""},
         {"# nothing\n", "in.yaml: no document"},
         {"kind: List\nitems: [{kind: HorizontalPodAutoscaler, apiVersion: autoscaling/v1}]\n",
          "in.yaml: items[0].metadata: not an object"},
@@ -441,6 +473,8 @@ int main(void)
         cmocka_unit_test(yaml_scalars_follow_the_core_schema),
         cmocka_unit_test(yaml_streams_keep_documents_in_order_and_skip_empty_ones),
         cmocka_unit_test(yaml_errors_name_line_and_column),
+        cmocka_unit_test(yaml_duplicate_keys_are_refused_with_their_path),
+        cmocka_unit_test(yaml_nul_escapes_are_refused),
         cmocka_unit_test(conversions_match_their_golden_files),
         cmocka_unit_test(invalid_hpas_are_refused_with_their_path),
         cmocka_unit_test(auto_finds_the_proxy_in_the_pod_template),

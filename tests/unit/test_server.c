@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 
 #include "meshscaler/http.h"
 #include "meshscaler/metrics.h"
@@ -330,8 +331,21 @@ typedef struct {
     atomic_int holding;  /* "hold": checks running now; each waits for release */
     atomic_bool held;    /* a "hold" check has started */
     atomic_bool release;
+    atomic_bool good_cached; /* "good" was allowed once: the lookup knows it */
+    atomic_int lookups;      /* requests with a token the server has looked up */
     char last[128];
 } fake_t;
+
+/* The fake's cache: only "good", once authorize has allowed it. */
+static int fake_lookup(void *ctx, const char *token)
+{
+    fake_t *f = ctx;
+
+    atomic_fetch_add(&f->lookups, 1);
+    if (strcmp(token, "good") == 0 && atomic_load(&f->good_cached))
+        return MS_SERVER_AUTH_ALLOWED;
+    return MS_SERVER_AUTH_UNKNOWN;
+}
 
 static int fake_authorize(void *ctx, const char *token)
 {
@@ -343,8 +357,10 @@ static int fake_authorize(void *ctx, const char *token)
     else if (!pthread_equal(f->thread, pthread_self()))
         atomic_store(&f->wrong_thread, true);
     snprintf(f->last, sizeof f->last, "%s", token);
-    if (strcmp(token, "good") == 0)
+    if (strcmp(token, "good") == 0) {
+        atomic_store(&f->good_cached, true);
         return MS_SERVER_AUTH_ALLOWED;
+    }
     if (strcmp(token, "bad") == 0)
         return MS_SERVER_AUTH_DENIED;
     if (strcmp(token, "err") == 0)
@@ -445,6 +461,7 @@ typedef struct {
     long timeout_ms;
     const atomic_bool *cancel; /* the client gives up when it becomes true */
     bool until_answered;       /* try again when the handshake fails */
+    const char *source;        /* fetch_from: the local address to send from */
     reply_t reply;
     atomic_int *done; /* counted up when the reply is in, if set */
 } job_t;
@@ -550,7 +567,8 @@ static void too_many_waiting_checks_get_503(void **state)
     fake_t f = {0};
     ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m,
                              .metrics_tls = true, .authorize = fake_authorize,
-                             .authorize_ctx = &f};
+                             .authorize_ctx = &f,
+                             .max_pending_auth_per_peer = MS_SERVER_MAX_PENDING_AUTH};
     job_t jobs[N];
     pthread_t threads[N];
     atomic_int done = 0;
@@ -584,6 +602,177 @@ static void too_many_waiting_checks_get_503(void **state)
     }
     assert_int_equal(ok, MS_SERVER_MAX_PENDING_AUTH);
     assert_int_equal(busy, N - MS_SERVER_MAX_PENDING_AUTH);
+    ms_server_stop(s);
+    ms_metrics_free(m);
+}
+
+/* Start n fetches of url, each with its own token "flood-<first + i>" (a
+ * new token is never in a cache), counting replies in *done. */
+static void flood(job_t *jobs, pthread_t *threads, int n, int first, const char *url,
+                  char (*auth)[32], atomic_int *done)
+{
+    for (int i = 0; i < n; i++) {
+        snprintf(auth[i], sizeof auth[i], "Bearer flood-%d", first + i);
+        jobs[i] = (job_t){.url = url, .auth = auth[i], .timeout_ms = 150000,
+                          .until_answered = true, .done = done};
+        pthread_create(&threads[i], NULL, fetch_job, &jobs[i]);
+    }
+}
+
+/* Issue 23: a flood of random tokens filled the queue, and a caller whose
+ * decision was cached got 503 behind it (4 of 6). The lookup comes first:
+ * with the queue full and its only check held, a cached token is answered
+ * 200 without a check. Steps are ordered by the held check, not timed. */
+static void a_cached_caller_is_answered_past_a_full_queue(void **state)
+{
+    enum { N = MS_SERVER_MAX_PENDING_AUTH + 6 };
+    ms_metrics_t *m = leader_metrics();
+    fake_t f = {0};
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m,
+                             .metrics_tls = true, .authorize = fake_authorize,
+                             .lookup = fake_lookup, .authorize_ctx = &f,
+                             .max_pending_auth_per_peer = MS_SERVER_MAX_PENDING_AUTH};
+    job_t hold = {.auth = "Bearer hold"}, jobs[N];
+    pthread_t t, threads[N];
+    char err[256], url[96], auth[N][32];
+    atomic_int done = 0;
+    int busy = 0;
+    ms_server_t *s;
+    reply_t r;
+    (void)state;
+
+    s = ms_server_start(&o, err, sizeof err);
+    assert_non_null(s);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
+    r = fetch(url, "Bearer good", NULL, 0); /* checked once: now cached */
+    assert_int_equal(r.status, 200);
+    assert_int_equal(atomic_load(&f.calls), 1);
+
+    hold.url = url;
+    pthread_create(&t, NULL, fetch_job, &hold);
+    assert_true(await_int(&f.holding, 1)); /* the authorization thread is busy */
+    /* 69 new tokens: 63 fill the queue behind "hold", 6 are refused. */
+    flood(jobs, threads, N, 0, url, auth, &done);
+    assert_true(await_int(&done, N - (MS_SERVER_MAX_PENDING_AUTH - 1)));
+
+    r = fetch(url, "Bearer good", NULL, 0);
+    assert_int_equal(r.status, 200);
+    assert_true(r.has_metric);
+    assert_int_equal(atomic_load(&f.holding), 1); /* answered while the queue stood still */
+    assert_int_equal(atomic_load(&f.calls), 2);   /* good once, then hold: no new check */
+    r = fetch(url, "Bearer flood-new", NULL, 0);  /* a new token still finds the queue full */
+    assert_int_equal(r.status, 503);
+    assert_non_null(strstr(r.body, "Too many authorization checks waiting\n"));
+
+    atomic_store(&f.release, true);
+    pthread_join(t, NULL);
+    assert_int_equal(hold.reply.status, 200);
+    for (int i = 0; i < N; i++) {
+        pthread_join(threads[i], NULL);
+        busy += jobs[i].reply.status == 503;
+    }
+    assert_int_equal(busy, N - (MS_SERVER_MAX_PENDING_AUTH - 1));
+    ms_server_stop(s);
+    ms_metrics_free(m);
+}
+
+static size_t keep_body(char *data, size_t size, size_t n, void *user)
+{
+    ms_buf_t *b = user;
+
+    ms_buf_append(b, data, size * n);
+    return size * n;
+}
+
+/* A job_t's GET of j->url (HTTPS, not verified) with "Authorization:
+ * j->auth", sent from the local address j->source (another loopback
+ * address: another peer to the server). j->reply.status is 0 when the
+ * transfer failed. */
+static void *fetch_from(void *arg)
+{
+    job_t *j = arg;
+    CURL *h = curl_easy_init();
+    struct curl_slist *hdr = NULL;
+    char header[512], iface[64];
+    ms_buf_t body;
+    long status = 0;
+
+    assert_non_null(h);
+    ms_buf_init(&body, 1u << 20);
+    snprintf(header, sizeof header, "Authorization: %s", j->auth);
+    snprintf(iface, sizeof iface, "host!%s", j->source);
+    hdr = curl_slist_append(hdr, header);
+    curl_easy_setopt(h, CURLOPT_URL, j->url);
+    curl_easy_setopt(h, CURLOPT_INTERFACE, iface);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 150000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    j->reply.status = status;
+    j->reply.has_metric = body.data != NULL && strstr(body.data, "meshscaler_leader 1\n") != NULL;
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(h);
+    ms_buf_cleanup(&body);
+    return NULL;
+}
+
+/* One address may hold MS_SERVER_MAX_PENDING_AUTH_PER_PEER checks: a flood
+ * from 127.0.0.1 leaves the rest of the queue to others, here 127.0.0.2
+ * (any 127/8 address is this host's: another peer on the same loopback). */
+static void one_peer_cannot_take_the_whole_queue(void **state)
+{
+    enum { N = MS_SERVER_MAX_PENDING_AUTH + 6, PER_PEER = MS_SERVER_MAX_PENDING_AUTH_PER_PEER };
+    ms_metrics_t *m = leader_metrics();
+    fake_t f = {0};
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m,
+                             .metrics_tls = true, .authorize = fake_authorize,
+                             .lookup = fake_lookup, .authorize_ctx = &f};
+    job_t hold = {.auth = "Bearer hold"}, other = {.auth = "Bearer good"}, jobs[N];
+    pthread_t t, t2, threads[N];
+    char err[256], url[96], auth[N][32];
+    atomic_int done = 0;
+    int busy = 0, unauthenticated = 0;
+    ms_server_t *s;
+    (void)state;
+
+    s = ms_server_start(&o, err, sizeof err);
+    assert_non_null(s);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
+    hold.url = url;
+    pthread_create(&t, NULL, fetch_job, &hold);
+    assert_true(await_int(&f.holding, 1));
+    /* 70 tokens from 127.0.0.1: 7 wait behind "hold", 63 are refused. */
+    flood(jobs, threads, N, 0, url, auth, &done);
+    assert_true(await_int(&done, N - (PER_PEER - 1)));
+
+    /* Another address still gets a place: its check waits, then runs. */
+    other.url = url;
+    other.source = "127.0.0.2";
+    pthread_create(&t2, NULL, fetch_from, &other);
+    /* Release once the server has looked its token up: it decides on the
+     * same service thread right after, and the checks of 127.0.0.1 stay
+     * listed until that thread writes their answers, so it sees all 8. */
+    assert_true(await_int(&f.lookups, N + 2));
+    atomic_store(&f.release, true);
+    pthread_join(t2, NULL);
+    assert_int_equal(other.reply.status, 200);
+    assert_true(other.reply.has_metric);
+    pthread_join(t, NULL);
+    assert_int_equal(hold.reply.status, 200);
+    for (int i = 0; i < N; i++) {
+        pthread_join(threads[i], NULL);
+        busy += jobs[i].reply.status == 503;
+        unauthenticated += jobs[i].reply.status == 401;
+        if (jobs[i].reply.status == 503)
+            assert_string_equal(jobs[i].reply.body,
+                                "Too many authorization checks waiting from this address\n");
+    }
+    assert_int_equal(busy, N - (PER_PEER - 1));
+    assert_int_equal(unauthenticated, PER_PEER - 1);
     ms_server_stop(s);
     ms_metrics_free(m);
 }
@@ -685,6 +874,8 @@ int main(void)
         cmocka_unit_test(every_decision_has_its_status),
         cmocka_unit_test(a_slow_check_blocks_neither_probes_nor_shutdown),
         cmocka_unit_test(too_many_waiting_checks_get_503),
+        cmocka_unit_test(a_cached_caller_is_answered_past_a_full_queue),
+        cmocka_unit_test(one_peer_cannot_take_the_whole_queue),
         cmocka_unit_test(certificate_files_serve_and_verify),
     };
     ms_http_global_init();
