@@ -126,9 +126,43 @@ static ms_err_t fail_at(const yaml_mark_t *m, char *errbuf, size_t errlen, const
                    m->column + 1, what);
 }
 
+/* The path of `key` in the open containers ("spec.metrics[0].type"), into
+ * out (cut short if it does not fit). Each open container hangs off the one
+ * below it as its last item, under cJSON's `string` in a mapping. */
+static void key_path(const builder_t *b, const char *key, char *out, size_t cap)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 1; i < b->depth && len < cap; i++) {
+        const cJSON *parent = b->stack[i - 1].node, *node = b->stack[i].node;
+
+        if (cJSON_IsArray(parent))
+            len += (size_t)snprintf(out + len, cap - len, "[%d]", cJSON_GetArraySize(parent) - 1);
+        else
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "." : "", node->string);
+    }
+    if (len < cap)
+        snprintf(out + len, cap - len, "%s%s", len ? "." : "", key);
+}
+
+/* Kubernetes' strict decoding refuses a key given twice in one mapping
+ * (keeping either value silently hides what the cluster will keep). */
+static ms_err_t refuse_duplicate(const builder_t *b, const char *key, const yaml_event_t *ev,
+                                 char *errbuf, size_t errlen)
+{
+    char path[512], what[600];
+
+    key_path(b, key, path, sizeof path);
+    snprintf(what, sizeof what, "duplicate key \"%s\"", path);
+    return fail_at(&ev->start_mark, errbuf, errlen, what);
+}
+
 /* Add value (owned, consumed) to the container on top, or make it the
- * document. Keys of a mapping are scalars, taken as text. */
-static ms_err_t add_value(builder_t *b, cJSON *value, const yaml_event_t *ev)
+ * document. Keys of a mapping are scalars, taken as text; a key the mapping
+ * already has is refused. */
+static ms_err_t add_value(builder_t *b, cJSON *value, const yaml_event_t *ev, char *errbuf,
+                          size_t errlen)
 {
     level_t *top;
 
@@ -145,8 +179,12 @@ static ms_err_t add_value(builder_t *b, cJSON *value, const yaml_event_t *ev)
     }
     if (top->key == NULL) {
         /* open_container refuses a container here: this is a scalar. */
-        top->key = strdup((const char *)ev->data.scalar.value);
+        const char *key = (const char *)ev->data.scalar.value;
+
         cJSON_Delete(value);
+        if (cJSON_GetObjectItemCaseSensitive(top->node, key) != NULL)
+            return refuse_duplicate(b, key, ev, errbuf, errlen);
+        top->key = strdup(key);
         return top->key != NULL ? MS_OK : MS_ERR_NOMEM;
     }
     cJSON_AddItemToObject(top->node, top->key, value);
@@ -171,7 +209,7 @@ static ms_err_t open_container(builder_t *b, cJSON *node, const yaml_event_t *ev
         cJSON_Delete(node);
         return fail_at(&ev->start_mark, errbuf, errlen, "a mapping key must be a scalar");
     }
-    err = add_value(b, node, ev);
+    err = add_value(b, node, ev, errbuf, errlen);
     if (err != MS_OK)
         return err;
     b->stack[b->depth++] = (level_t){node, NULL};
@@ -182,7 +220,11 @@ static ms_err_t on_event(builder_t *b, const yaml_event_t *ev, char *errbuf, siz
 {
     switch (ev->type) {
     case YAML_SCALAR_EVENT:
-        return add_value(b, scalar_value(ev), ev);
+        /* A "\0" escape would end the C string early: "ab\0cd" read as "ab". */
+        if (memchr(ev->data.scalar.value, '\0', ev->data.scalar.length) != NULL)
+            return fail_at(&ev->start_mark, errbuf, errlen,
+                           "a NUL character (\"\\0\") is not allowed in a scalar");
+        return add_value(b, scalar_value(ev), ev, errbuf, errlen);
     case YAML_SEQUENCE_START_EVENT:
         return open_container(b, cJSON_CreateArray(), ev, errbuf, errlen);
     case YAML_MAPPING_START_EVENT:

@@ -5,7 +5,9 @@
  * Besides crashes and leaks it holds the converter to its contract: on
  * success every MeshAutoscaler written reads back as YAML and its spec passes
  * the project's own spec reader (what the controller would accept); on
- * failure the message is one NUL-terminated line naming the input.
+ * failure the message is one NUL-terminated line naming the input. Any
+ * input the YAML reader accepts has no mapping with a key twice (strict
+ * decoding, yaml.h).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -39,6 +41,29 @@ static void check_output(const ms_buf_t *out)
     cJSON_Delete(docs);
 }
 
+/* Aborts when a mapping anywhere under node holds a key twice. */
+static void check_unique_keys(const cJSON *node)
+{
+    for (const cJSON *a = node->child; a != NULL; a = a->next) {
+        if (cJSON_IsObject(node))
+            for (const cJSON *b = a->next; b != NULL; b = b->next)
+                if (strcmp(a->string, b->string) == 0)
+                    abort(); /* the reader kept a duplicate key */
+        check_unique_keys(a);
+    }
+}
+
+static void check_reader(const uint8_t *data, size_t size)
+{
+    char errbuf[MS_ERRBUF_SIZE];
+    cJSON *docs = NULL;
+
+    if (ms_yaml_load_all((const char *)data, size, &docs, errbuf, sizeof errbuf) != MS_OK)
+        return;
+    check_unique_keys(docs);
+    cJSON_Delete(docs);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const ms_convert_mapping_t map[] = {{"http_requests", "sum(rate(x[1m]))"}};
@@ -69,5 +94,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     ms_buf_cleanup(&out);
     ms_buf_cleanup(&report);
+    check_reader(data, size);
     return 0;
 }

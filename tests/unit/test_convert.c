@@ -120,7 +120,7 @@ static void yaml_duplicate_keys_are_refused_with_their_path(void **state)
     assert_null(load("spec:\n  maxReplicas: 5\n  maxReplicas: 500\n", errbuf, MS_ERR_INVALID));
     assert_string_equal(errbuf, "line 3, column 3: duplicate key \"spec.maxReplicas\"");
     assert_null(load("a: 1\nb: {c: [x, {d: 1, e: 2, d: 3}]}\n", errbuf, MS_ERR_INVALID));
-    assert_string_equal(errbuf, "line 2, column 28: duplicate key \"b.c[1].d\"");
+    assert_string_equal(errbuf, "line 2, column 25: duplicate key \"b.c[1].d\"");
     assert_null(load("---\nok: 1\n---\nk: 1\n\"k\": 2\n", errbuf, MS_ERR_INVALID));
     assert_string_equal(errbuf, "line 5, column 1: duplicate key \"k\"");
     /* The same key in sibling mappings or in another document is fine. */
