@@ -91,7 +91,8 @@ typedef struct {
 struct ms__prom_label; /* private to the decoder */
 
 typedef struct {
-    ms_prom_point_t *points; /* vector: exactly 1; matrix: 0 or more, oldest first */
+    ms_prom_point_t *points; /* vector: exactly 1; matrix: 0 or more, oldest first
+                                (the decoder sorts them; two at one time: MALFORMED) */
     size_t npoints;
     /* private: the labels, in the result's label table; read them with
      * ms_prom_series_label() */

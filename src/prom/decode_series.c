@@ -294,6 +294,34 @@ static ms_prom_reason_t read_points(ms__jscan_t *s, builder_t *b, series_at_t *a
     return s->err == MS__JSCAN_OK ? MS_PROM_OK : broken(r, s);
 }
 
+static int by_time(const void *a, const void *b)
+{
+    double x = ((const ms_prom_point_t *)a)->t, y = ((const ms_prom_point_t *)b)->t;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Put a matrix series' points oldest first, as ms_prom_result_at's
+ * bisection needs (Prometheus sends them so; a proxy in front may not).
+ * Two points at one time cannot be ordered: refused. */
+static ms_prom_reason_t order_points(builder_t *b, const series_at_t *at, size_t i,
+                                     ms_prom_result_t *r)
+{
+    ms_prom_point_t *pts = (ms_prom_point_t *)(void *)b->points.data + at->point0;
+    bool sorted = true;
+
+    for (size_t k = 1; k < at->npoints && sorted; k++)
+        sorted = pts[k - 1].t < pts[k].t;
+    if (sorted)
+        return MS_PROM_OK;
+    qsort(pts, at->npoints, sizeof *pts, by_time);
+    for (size_t k = 1; k < at->npoints; k++)
+        if (!(pts[k - 1].t < pts[k].t))
+            return ms__prom_fail(r, MS_PROM_MALFORMED, "series %zu has two points at %.3f", i,
+                                 pts[k].t);
+    return MS_PROM_OK;
+}
+
 /* What one series object held, for the checks after its last member. */
 typedef struct {
     bool metric_seen, metric; /* "metric" came; it was an object */
@@ -364,6 +392,8 @@ static ms_prom_reason_t decode_one_series(ms__jscan_t *s, builder_t *b, bool mat
         return ms__prom_fail(r, MS_PROM_WRONG_TYPE, "series %zu is a native histogram", i);
     if ((seen.bad || (!matrix && !seen.values_seen)) && b->bad_pair == SIZE_MAX)
         b->bad_pair = i;
+    if (matrix && (reason = order_points(b, &at, i, r)) != MS_PROM_OK)
+        return reason;
     if (ms_buf_append(&b->series, &at, sizeof at) != MS_OK)
         return no_memory(r, b);
     b->prev = at;

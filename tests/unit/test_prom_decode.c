@@ -157,6 +157,47 @@ static void test_matrix_points(void **state)
     ms_prom_result_cleanup(&r);
 }
 
+/* Points arrive oldest first from Prometheus, but nothing in the format
+ * promises it; ms_prom_result_at bisects, so a disordered matrix read
+ * missing or wrong points (issue 23). The decoder sorts them; two points
+ * at one time are refused with the series named. */
+static void test_disordered_matrix_is_sorted(void **state)
+{
+    static const char mixed[] =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+        "{\"metric\":{\"pod\":\"a\"},\"values\":[[130,\"3\"],[100,\"1\"],[145,\"4\"],"
+        "[115,\"2\"]]}]}}";
+    static const char twice[] =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+        "{\"metric\":{\"pod\":\"a\"},\"values\":[[100,\"1\"]]},"
+        "{\"metric\":{\"pod\":\"b\"},\"values\":[[115,\"2\"],[100,\"1\"],[115,\"3\"]]}]}}";
+    ms_prom_result_t m, v;
+    (void)state;
+
+    ms_prom_result_init(&v);
+    /* The recorded answer, its points reordered (see the fixtures' README). */
+    assert_int_equal(decode_fixture("200-matrix-range-disordered.json", &m), MS_PROM_OK);
+    assert_int_equal(m.series[0].npoints, 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(m.series[0].points[i].t == 1796002155 + 2.0 * (double)i);
+        assert_int_equal(ms_prom_result_at(&m, 1796002155 + 2.0 * (double)i, &v), MS_PROM_OK);
+        assert_int_equal(v.nseries, 1);
+    }
+    ms_prom_result_cleanup(&m);
+    /* Every step reads its own value, not a neighbour's. */
+    ms_prom_result_init(&m);
+    assert_int_equal(ms_prom_decode(mixed, sizeof mixed - 1, 200, &m), MS_PROM_OK);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(ms_prom_result_at(&m, 100 + 15 * k, &v), MS_PROM_OK);
+        assert_int_equal(v.nseries, 1);
+        assert_true(v.series[0].points[0].v == k + 1);
+    }
+    assert_int_equal(ms_prom_decode(twice, sizeof twice - 1, 200, &m), MS_PROM_MALFORMED);
+    assert_string_equal(m.message, "series 1 has two points at 115.000");
+    ms_prom_result_cleanup(&m);
+    ms_prom_result_cleanup(&v);
+}
+
 /* A range query's matrix read at one step is the vector an instant query
  * would have given then: each series with its point at t, labels borrowed;
  * a step no series has is an empty vector; a failed matrix passes its
@@ -871,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_error_message_names_the_cause),
         cmocka_unit_test(test_vector_labels_and_points),
         cmocka_unit_test(test_matrix_points),
+        cmocka_unit_test(test_disordered_matrix_is_sorted),
         cmocka_unit_test(test_result_at_a_step),
         cmocka_unit_test(test_string_result),
         cmocka_unit_test(test_warnings_keep_the_value),
