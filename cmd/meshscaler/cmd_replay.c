@@ -49,13 +49,16 @@ static const char usage_text[] =
     "  --pod-regex RE               {{podRegex}} (default: the target kind's pod names)\n"
     "  --workload-label L           as the controller's --workload-label\n"
     "  --chunk-steps N              steps per range query (default 1000; Prometheus\n"
-    "                               answers at most 11000 points per series)\n";
+    "                               answers at most 11000 points per series)\n"
+    "  --max-memory MIB             the most one chunk's answers may take together\n"
+    "                               (default 64); past it the replay stops and says so\n";
 
 typedef struct {
     const char *file, *url, *token_file, *from, *to, *step, *svg, *ns, *replicas_query;
     const char *pod_regex, *workload_label;
     int32_t start_replicas;
     size_t chunk_steps;
+    size_t max_bytes;
     out_format_t format;
 } replay_args_t;
 
@@ -112,6 +115,13 @@ static int parse_args(int argc, char **argv, replay_args_t *a)
             if (*end != '\0' || n < 1 || n > 11000)
                 return usage_error("--chunk-steps \"%s\": want 1..11000", v);
             a->chunk_steps = (size_t)n;
+            known = true;
+        } else if (!known && strcmp(f, "--max-memory") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end != '\0' || n < 1 || n > 65536)
+                return usage_error("--max-memory \"%s\": want MiB, 1..65536", v);
+            a->max_bytes = (size_t)n * 1024u * 1024u;
             known = true;
         } else if (!known && strcmp(f, "--start-replicas") == 0) {
             char *end;
@@ -421,7 +431,8 @@ static ms_err_t run(const replay_args_t *a, mas_t *m, char *errbuf, size_t errle
                             .timeout_ms = 120000};
     ms_replay_options_t ro = {.spec = &m->spec, .replicas_query = a->replicas_query,
                               .pod_regex = a->pod_regex, .start_replicas = a->start_replicas,
-                              .chunk_steps = a->chunk_steps, .progress = progress};
+                              .chunk_steps = a->chunk_steps, .max_bytes = a->max_bytes,
+                              .progress = progress};
     ms_prom_client_t *client = NULL;
     ms_replay_summary_t sum;
     cJSON *scenario = NULL;

@@ -38,6 +38,10 @@
 /* Prometheus answers at most 11,000 points per series and range query. */
 #define MS_REPLAY_DEFAULT_CHUNK_STEPS 1000
 #define MS_REPLAY_MAX_STEPS 1000000
+/* The memory budget: the answers to one chunk's range queries together, as
+ * read (their decoded points take about as much again: 16 bytes a point,
+ * whose text with a 10-digit time takes at least 16). */
+#define MS_REPLAY_DEFAULT_MAX_BYTES (64u * 1024u * 1024u)
 
 typedef struct {
     const ms_spec_t *spec;      /* validated, with scaleTargetRef */
@@ -51,6 +55,7 @@ typedef struct {
     int32_t start_replicas; /* the first step's count when not read; 0: minReplicas */
     ms_prom_preset_options_t presets;
     size_t chunk_steps; /* steps per range query; 0: MS_REPLAY_DEFAULT_CHUNK_STEPS */
+    size_t max_bytes;   /* the memory budget; 0: MS_REPLAY_DEFAULT_MAX_BYTES */
     /* Called after each chunk is read (may be NULL): progress to `upto`. */
     void (*progress)(void *ctx, double upto, double from, double to);
     void *progress_ctx;
@@ -88,9 +93,11 @@ typedef struct {
 } ms_replay_summary_t;
 
 /* Run the replay. MS_ERR_INVALID (errbuf) for bad options or a template
- * that does not expand; MS_ERR_IO when fn stopped it; MS_ERR_NOMEM. Values
- * Prometheus cannot give are missing in the steps, with their reasons, as in
- * the controller: a failed chunk is no error of the replay. */
+ * that does not expand; MS_ERR_IO when fn stopped it; MS_ERR_TOOLARGE when
+ * a chunk's answers exceed the memory budget (errbuf names the budget and
+ * how to narrow the range); MS_ERR_NOMEM. Values Prometheus cannot give are
+ * missing in the steps, with their reasons, as in the controller: a failed
+ * chunk is no error of the replay. */
 ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
                        ms_replay_tick_fn fn, void *ctx, ms_replay_summary_t *summary,
                        char *errbuf, size_t errlen);

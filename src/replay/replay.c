@@ -15,9 +15,6 @@
 #include "meshscaler/replay.h"
 #include "meshscaler/xalloc.h"
 
-/* A preset's answer covers every workload of the namespace; a replay needs
- * one, and reads thousands of steps of it. */
-#define RANGE_MAX_BYTES (256u * 1024u * 1024u)
 
 /* One query text and the matrix of its current chunk. */
 typedef struct {
@@ -34,6 +31,7 @@ typedef struct {
     cached_t *cache;
     size_t ncache, capcache;
     size_t chunk_steps;
+    size_t max_bytes; /* the memory budget (replay.h) */
     double t; /* the step being answered */
     char failure[MS_ERRBUF_SIZE]; /* why a chunk could not be read at all */
 } runner_t;
@@ -81,7 +79,38 @@ static bool unreachable(const ms_prom_query_t *qs, size_t n)
     return true;
 }
 
-/* Read chunk k of every cached query that does not hold it. */
+/* The budget as a person reads it: "64 MiB", "300 bytes". */
+static void budget_text(size_t bytes, char *out, size_t cap)
+{
+    if (bytes >= 1024u * 1024u)
+        snprintf(out, cap, "%.4g MiB", (double)bytes / (1024.0 * 1024.0));
+    else
+        snprintf(out, cap, "%zu bytes", bytes);
+}
+
+/* A query of the batch was cut off by the budget: the replay cannot be
+ * right without it, so it stops and says how to ask for less. */
+static ms_err_t over_budget(runner_t *r, const ms_prom_query_t *qs, size_t n, double start,
+                            double end)
+{
+    char budget[32];
+
+    for (size_t i = 0; i < n; i++) {
+        if (qs[i].result.reason != MS_PROM_TOO_LARGE)
+            continue;
+        budget_text(r->max_bytes, budget, sizeof budget);
+        ms_errf(r->failure, sizeof r->failure, MS_ERR_TOOLARGE,
+                "%zu answers for %.0f..%.0f exceed the memory budget of %s (--max-memory): "
+                "replay a shorter range (--from/--to), a longer --step or fewer --chunk-steps "
+                "(now %zu)",
+                n, start, end, budget, r->chunk_steps);
+        return MS_ERR_TOOLARGE;
+    }
+    return MS_OK;
+}
+
+/* Read chunk k of every cached query that does not hold it, the answers
+ * together within the memory budget. */
 static ms_err_t load_chunk(runner_t *r, size_t k)
 {
     const ms_replay_options_t *o = r->o;
@@ -89,18 +118,24 @@ static ms_err_t load_chunk(runner_t *r, size_t k)
     double end = fmin(o->to, start + (double)(r->chunk_steps - 1) * o->step);
     ms_prom_query_t *qs = ms_xcalloc(r->ncache, sizeof *qs);
     size_t *which = ms_xcalloc(r->ncache, sizeof *which);
+    ms_prom_run_options_t ro = {.max_total_bytes = r->max_bytes};
     size_t m = 0;
     ms_err_t err;
 
     for (size_t i = 0; i < r->ncache; i++) {
         if (r->cache[i].chunk == k)
             continue;
+        /* What the matrix held before goes first: the budget is for one chunk. */
+        ms_prom_result_cleanup(&r->cache[i].matrix);
+        r->cache[i].chunk = SIZE_MAX;
         qs[m] = (ms_prom_query_t){.query = r->cache[i].text, .range = true, .start = start,
-                                  .end = end, .step = o->step, .max_bytes = RANGE_MAX_BYTES};
+                                  .end = end, .step = o->step, .max_bytes = r->max_bytes};
         ms_prom_result_init(&qs[m].result);
         which[m++] = i;
     }
-    err = m > 0 ? ms_prom_run(r->client, qs, m) : MS_OK;
+    err = m > 0 ? ms_prom_run_bounded(r->client, qs, m, &ro) : MS_OK;
+    if (err == MS_OK)
+        err = over_budget(r, qs, m, start, end);
     if (err == MS_OK && m > 0 && unreachable(qs, m)) {
         snprintf(r->failure, sizeof r->failure, "Prometheus: %.200s", qs[0].result.message);
         err = MS_ERR_UNAVAILABLE;
@@ -290,6 +325,7 @@ ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
     if (err != MS_OK)
         return err;
     r.chunk_steps = o->chunk_steps ? o->chunk_steps : MS_REPLAY_DEFAULT_CHUNK_STEPS;
+    r.max_bytes = o->max_bytes ? o->max_bytes : MS_REPLAY_DEFAULT_MAX_BYTES;
     r.workload_filter = workload_filter(o);
     pod_regex = o->pod_regex ? ms_xstrdup(o->pod_regex) : default_pod_regex(spec);
     replicas_tmpl = o->replicas_query ? o->replicas_query : default_replicas_query(spec);
