@@ -79,6 +79,7 @@ typedef struct {
     ms_server_authorize_fn authorize; /* NULL: /metrics is open; needs metrics_tls */
     ms_server_lookup_fn lookup;       /* NULL: every token waits for authorize */
     void *authorize_ctx;              /* for both */
+    size_t max_pending_auth;          /* 0: MS_SERVER_MAX_PENDING_AUTH */
     size_t max_pending_auth_per_peer; /* 0: MS_SERVER_MAX_PENDING_AUTH_PER_PEER */
 } ms_server_options_t;
 

@@ -222,6 +222,8 @@ static size_t checks_from(const ms_server_t *s, const char *peer)
 static int ask_authorization(struct lws *wsi, ms_server_t *s, session_t *ss)
 {
     char *token = bearer_token(wsi), peer[PEER_MAX] = "";
+    size_t most = s->opts.max_pending_auth ? s->opts.max_pending_auth
+                                           : MS_SERVER_MAX_PENDING_AUTH;
     size_t per_peer = s->opts.max_pending_auth_per_peer ? s->opts.max_pending_auth_per_peer
                                                         : MS_SERVER_MAX_PENDING_AUTH_PER_PEER;
     const char *busy = NULL;
@@ -240,7 +242,7 @@ static int ask_authorization(struct lws *wsi, ms_server_t *s, session_t *ss)
     if (lws_get_peer_simple(wsi, peer, sizeof peer) == NULL)
         peer[0] = '\0';
     pthread_mutex_lock(&s->lock);
-    if (s->nchecks >= MS_SERVER_MAX_PENDING_AUTH)
+    if (s->nchecks >= most)
         busy = BUSY_TEXT;
     else if (checks_from(s, peer) >= per_peer)
         busy = PEER_BUSY_TEXT;
@@ -252,7 +254,7 @@ static int ask_authorization(struct lws *wsi, ms_server_t *s, session_t *ss)
         free_token(token);
         if (log) /* once until the queue empties: a flood must not flood the log */
             MS_LOG_WARN("too many /metrics authorization checks waiting; answering 503",
-                        MS_I("waiting", MS_SERVER_MAX_PENDING_AUTH),
+                        MS_I("waiting", most),
                         MS_I("per_peer", per_peer), MS_S("peer", peer));
         ms_buf_append(&ss->body, busy, strlen(busy));
         return respond_with(wsi, ss, HTTP_STATUS_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
