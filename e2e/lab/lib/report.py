@@ -403,8 +403,8 @@ def fmt(v, unit="/s"):
 def overshoot_check(p, arm, f, check):
     """meshscaler's peak at most 2 above what the peak needs at the target."""
     bound = p["needed_at_target"] + 2
-    check("%s: no overshoot (peak %d replicas <= %d needed at %d%% + 2)"
-          % (arm, f["peak_replicas"], p["needed_at_target"], p["target_utilization"]),
+    check("%s: no overshoot (peak %d replicas <= %d: the %d the peak needs at %d%%, + 2)"
+          % (arm, f["peak_replicas"], bound, p["needed_at_target"], p["target_utilization"]),
           f["peak_replicas"] <= bound)
 
 
