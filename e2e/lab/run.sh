@@ -36,8 +36,10 @@
 # terminal, then writes e2e/lab/results/SCENARIO/{summary.json, series.json,
 # chart.svg, chart.png} and tears everything down.
 #
-# It asserts the directions of the acceptance (issue 12) and prints one ok/FAIL line
-# each, then `N passed, N failed`; exit 1 on a failure. See e2e/lab/README.md.
+# It asserts the directions of the acceptance (issues 12 and 22) and prints one ok/FAIL
+# line each, then `N passed, N failed`; exit 1 on a failure. See e2e/lab/README.md.
+# Timings are figures, not gates. `python3 e2e/lab/lib/report.py
+# e2e/lab/results/SCENARIO/logs/params.json --replay` redoes the report offline.
 set -uo pipefail
 
 LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -80,12 +82,9 @@ APP_WORKERS=28
 APP_CPU_REQUEST=70m
 SIDECAR_CPU_REQUEST=10m
 TARGET_UTILIZATION=70 # both arms: HPA 70% of the app's CPU request, meshscaler 70% of maxconn
-# retry-storm: the guard's threshold. The discount is a step at the threshold (none at
-# or under it, x(1 - share) above): at the default 0.3 the storm's share crosses it
-# back and forth and the guarded arm's decisions flip between discounted and the full
-# retry-inflated demand (--short: 8 vs 7 replicas, e2e/lab/README.md). A client that
-# normally retries little warrants a low threshold: 0.1.
-RETRY_THRESHOLD="${RETRY_THRESHOLD:-0.1}"
+# retry-storm: the guard's threshold, the resource's default (the storm's share, as
+# the edge proxy counts it, runs well above it: e2e/lab/README.md).
+RETRY_THRESHOLD="${RETRY_THRESHOLD:-0.3}"
 RATE_WINDOW=5s        # meshscaler's saturation rates (Prometheus scrapes every 1 s)
 MESH_SYNC_S=5         # meshscaler's --sync-period (chart controller.syncPeriod)
 HPA_SYNC_S=15         # kube-controller-manager's --horizontal-pod-autoscaler-sync-period: e2e/local
@@ -93,17 +92,17 @@ HPA_SYNC_S=15         # kube-controller-manager's --horizontal-pod-autoscaler-sy
 BASE_RATE=40          # 0.4x what the starting replicas admit
 PEAK_RATE=350         # 3.5x
 RAMP_S=2
-# The acceptance's bound for recovery is 2 minutes of a 3-minute peak; --short keeps
-# the proportion: 40 s of a 60 s peak.
+# First scale and recovery times are figures (summary.json); the checks assert only
+# their direction (scaled during the peak, recovered before it ended).
 # retry-storm's --short keeps the full run's 20 s start-up and a 2-minute peak: the
 # guard's discount adds up over the syncs a storm lasts, and with a 5 s start-up the
 # storm is over in one or two (both arms then peak within a replica: e2e/lab/README.md).
 if [ "$MODE" = short ] && [ "$SCENARIO" = retry-storm ]; then
-  BASE_S=15; HOLD_S=120; TAIL_S=8; RECOVER_BOUND_S=80; STARTUP_DELAY="${STARTUP_DELAY:-20}"
+  BASE_S=15; HOLD_S=120; TAIL_S=8; STARTUP_DELAY="${STARTUP_DELAY:-20}"
 elif [ "$MODE" = short ]; then
-  BASE_S=15; HOLD_S=60; TAIL_S=8; RECOVER_BOUND_S=40; STARTUP_DELAY="${STARTUP_DELAY:-5}"
+  BASE_S=15; HOLD_S=60; TAIL_S=8; STARTUP_DELAY="${STARTUP_DELAY:-5}"
 else
-  BASE_S=30; HOLD_S=180; TAIL_S=30; RECOVER_BOUND_S=120; STARTUP_DELAY="${STARTUP_DELAY:-20}"
+  BASE_S=30; HOLD_S=180; TAIL_S=30; STARTUP_DELAY="${STARTUP_DELAY:-20}"
 fi
 PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
 REL=lab NS_SYS=lab-system
@@ -153,7 +152,7 @@ else
   HEADLINE="edge-flows: the same peak (%d -> %d requests/s); each pod holds ${POOL_CONNS} of a balancer's ${LB_FLOWS} flows"
   APP_CPU_REQUEST=20m # no HPA reads the app's CPU; both arms' pods fit on the node
 fi
-AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the load client")$([ "$SCENARIO" = edge-flows ] && echo "; downstream guardrail on the balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit")"
+AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the edge HAProxy's counters of requests marked x-retry-attempt")$([ "$SCENARIO" = edge-flows ] && echo "; downstream guardrail on the balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit")"
 NS_A="lab-$ARM_A" NS_B="lab-$ARM_B"
 POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
 DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
@@ -274,7 +273,7 @@ say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync pe
 if [ "$SCENARIO" = blind-vs-aware ]; then
   { hpa "$NS_A"; echo ---; shadow_mas "$NS_A"; echo ---; mas "$NS_B"; } | k apply -f - >/dev/null
 elif [ "$SCENARIO" = retry-storm ]; then
-  { mas "$NS_A"; echo ---; mas "$NS_B" "lab-load-$ARM_B"; } | k apply -f - >/dev/null
+  { mas "$NS_A"; echo ---; mas "$NS_B" "edge-$ARM_B"; } | k apply -f - >/dev/null
 else
   { mas "$NS_A"; echo ---; mas "$NS_B" "" "lb-$ARM_B"; } | k apply -f - >/dev/null
 fi || die "could not apply the autoscalers"
@@ -364,9 +363,11 @@ cat >"$OUT/logs/params.json" <<EOF
  "queue_timeout_s": $QUEUE_TIMEOUT_S, "hold_ms": $HOLD_MS, "cpu_us": $CPU_US, "app_workers": $APP_WORKERS,
  "app_cpu_request": "$APP_CPU_REQUEST", "startup_delay_s": $STARTUP_DELAY, "pod_admits_per_s": $POD_ADMITS,
  "target_utilization": $TARGET_UTILIZATION, "rate_window": "$RATE_WINDOW", "mesh_sync_s": $MESH_SYNC_S,
- "hpa_sync_s": $HPA_SYNC_S, "recover_bound_s": $RECOVER_BOUND_S, "retry_threshold": $RETRY_THRESHOLD,
+ "hpa_sync_s": $HPA_SYNC_S, "retry_threshold": $RETRY_THRESHOLD,
  "pool_conns": ${POOL_CONNS:-0}, "lb_flows": ${LB_FLOWS:-0}, "lb_max_utilization": ${LB_MAX_UTILIZATION:-0},
  "bystander_rate": ${BYSTANDER_RATE:-0},
+ "retry_share_queries": $([ "$SCENARIO" = retry-storm ] && python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' \
+   "$ARM_A" "$(retry_share_query "edge-$ARM_A")" "$ARM_B" "$(retry_share_query "edge-$ARM_B")" || echo null),
  "shadow_json": "$OUT/logs/shadow.json", "replicas_log": "$OUT/logs/replicas.log",
  "hpa_log": "$([ "$SCENARIO" = blind-vs-aware ] && echo "$OUT/logs/hpa.log")", "decisions_log": "$OUT/logs/decisions.log",
  "arm_labels": {"$ARM_A": "$LABEL_A", "$ARM_B": "$LABEL_B"},

@@ -493,6 +493,8 @@ static void test_metrics_families(void **state)
         "meshscaler_load_in_flight 7\n",
         "meshscaler_load_retry_share 1\n",
         "meshscaler_load_client_drops_total 1\n",
+        "meshscaler_load_arrivals_total 2\n",
+        "meshscaler_load_max_start_lag_seconds 0.25\n",
     };
 
     (void)state;
@@ -501,8 +503,11 @@ static void test_metrics_families(void **state)
     ms_load_metrics_attempt(&m, MS_LOAD_RESULT_5XX);
     ms_load_metrics_attempt(&m, MS_LOAD_RESULT_2XX);
     ms_load_metrics_finish(&m, true, 0.07);
+    ms_load_metrics_arrival(&m);
+    ms_load_metrics_arrival(&m);
     ms_load_metrics_drop(&m);
     ms_load_stats_finish(&s, true, 2, 0.07);
+    s.max_lag_s = 0.25;
     ms_load_metrics_gauges(&m, 150, 7, &s);
     ms_buf_init(&out, 1 << 20);
     assert_int_equal(ms_metrics_render(m.registry, &out), MS_OK);

@@ -3,7 +3,8 @@
 
 Three panels on one time axis (seconds since the load started):
   1. arm (a) (blind-vs-aware: the HPA; retry-storm: meshscaler without the guard):
-     offered load, admitted (successes/s) and errors/s;
+     offered load (the arrivals the client sent, from its own counter), admitted
+     (successes/s) and errors/s;
   2. arm (b) (meshscaler; with the guard): the same;
   3. replicas of both arms (solid: spec.replicas; dotted: Ready);
   4. edge-flows only: the balancer's flow table, both arms, in % of its flows, with the
@@ -161,7 +162,7 @@ def write_svg(path, summary, series, replicas, p, occupancy=None):
                 for seg in segments([(r["t"], r[key]) for r in rows]):
                     svg.path([(X(t), Y(v)) for t, v in seg], COLORS[key], width, dash)
             ly = top + 14
-            for key, label in (("offered", "offered"), ("admitted", "admitted (successes/s)"), ("errors", "errors/s")):
+            for key, label in (("offered", "offered (arrivals sent)"), ("admitted", "admitted (successes/s)"), ("errors", "errors/s")):
                 svg.line(x1 + 12, ly - 4, x1 + 36, ly - 4, COLORS[key], 2.5, "6,4" if key == "offered" else None)
                 svg.text(x1 + 42, ly, label, size=11)
                 ly += 18

@@ -125,14 +125,22 @@ EOF
 # are rates, so their ratio is offered / admitted. (The queue's length is a count of
 # waiting requests, not a rate: against in-flight requests it would overstate demand
 # by about QUEUE_TIMEOUT / HOLD_MS, 5x here.)
-# retry_guard LOAD_TARGET: the retry-storm guard, with the retry share read from
-# that load client (retries are the clients' here; in a mesh, the proxies' retry
-# counters). Nothing without a target.
+# retry_share_query EDGE_PROXY: the retry share as the arm's proxy counts it. The load
+# client marks every retry with `x-retry-attempt: N` (as Envoy marks its attempts with
+# x-envoy-attempt-count); the edge HAProxy in front of the arm (edge_config) sends those
+# to a backend of their own, EDGE_PROXY-retried, so its exporter counts retried requests
+# apart from first attempts: retries / all requests, from HAProxy's own counters.
+retry_share_query() {
+  printf '%s' "sum(rate(haproxy_backend_http_requests_total{proxy=\"$1-retried\"}[${RATE_WINDOW}])) / sum(rate(haproxy_backend_http_requests_total{proxy=~\"$1|$1-retried\"}[${RATE_WINDOW}]))"
+}
+
+# retry_guard EDGE_PROXY: the retry-storm guard, with the retry share read from that
+# edge proxy's counters (retry_share_query). Nothing without a proxy.
 retry_guard() {
   [ -n "$1" ] || return 0
   cat <<EOF
     retryStorm:
-      retryShareQuery: '1 - sum(rate(meshscaler_load_requests_total{target="$1"}[${RATE_WINDOW}])) / sum(rate(meshscaler_load_attempts_total{target="$1"}[${RATE_WINDOW}]))'
+      retryShareQuery: '$(retry_share_query "$1")'
       threshold: $RETRY_THRESHOLD
 EOF
 }
@@ -152,9 +160,9 @@ downstream_guard() {
 EOF
 }
 
-# mas NAMESPACE [LOAD_TARGET [LB_PROXY]]: the MeshAutoscaler `web`; with the retry-storm
-# guard when a load client's target is given, the downstream guardrail when a
-# balancer's frontend is.
+# mas NAMESPACE [EDGE_PROXY [LB_PROXY]]: the MeshAutoscaler `web`; with the retry-storm
+# guard when the arm's edge proxy is given, the downstream guardrail when a balancer's
+# frontend is.
 mas() {
   cat <<EOF
 apiVersion: autoscaling.meshscaler.io/v1alpha1
@@ -208,6 +216,8 @@ haproxy_head() {
 # the ~400 connections of a saturated peak all still on the first 2 (http-reuse
 # always with max-reuse 10 gave the same).
 # No limit binds here: the flow table of the edge-flows scenario is lb_config's.
+# Retries (requests with x-retry-attempt) go to NAME-retried, the same Service: the
+# two backends' request counters give the retry share (retry_share_query).
 edge_config() { # edge_config EXPORTER_PORT NAME:PORT:SERVICE_IP...
   local eport="$1" spec name port ip
   shift
@@ -218,8 +228,11 @@ edge_config() { # edge_config EXPORTER_PORT NAME:PORT:SERVICE_IP...
 frontend $name
   bind 127.0.0.1:$port
   maxconn 4000
+  use_backend $name-retried if { req.hdr(x-retry-attempt) -m found }
   default_backend $name
 backend $name
+  server svc $ip:80
+backend $name-retried
   server svc $ip:80
 EOF
   done

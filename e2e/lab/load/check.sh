@@ -47,9 +47,9 @@ command -v haproxy >/dev/null || { echo "FAIL - haproxy is not installed"; exit 
 [ -x "$bin" ] || { echo "FAIL - no meshscaler-load at $bin (build it first)"; exit 1; }
 
 # Three free ports from the kernel (released at once; a clash is unlikely).
-read -r backend_port proxy_port metrics_port < <(python3 -c '
+read -r backend_port proxy_port metrics_port marks_port exporter_port < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(3)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])')
 
@@ -60,6 +60,11 @@ import http.server, sys, time
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
+        if self.path == "/fail":  # a refusal at once, for the retry marks (check 6)
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         time.sleep(0.05)
         body = b"ok\n"
         self.send_response(200)
@@ -93,6 +98,18 @@ frontend lab
 backend app
   # 5 in flight to the backend at once, the rest queue (the sidecar's maxconn).
   server app 127.0.0.1:$backend_port maxconn 5
+# Check 6: retries (x-retry-attempt) to a backend of their own, as the lab's edge does.
+frontend marks
+  bind 127.0.0.1:$marks_port
+  use_backend retried if { req.hdr(x-retry-attempt) -m found }
+  default_backend first
+backend first
+  server app 127.0.0.1:$backend_port
+backend retried
+  server app 127.0.0.1:$backend_port
+frontend exporter
+  bind 127.0.0.1:$exporter_port
+  http-request use-service prometheus-exporter if { path /metrics }
 EOF
 
 python3 "$tmp/backend.py" "$backend_port" 2>"$tmp/backend.log" &
@@ -149,7 +166,8 @@ load immediate --profile "steady:$rate" --duration "$duration" --retry immediate
 wait "$scraper"
 for series in meshscaler_load_requests_total meshscaler_load_attempts_total \
     meshscaler_load_request_duration_seconds_bucket meshscaler_load_offered_rate \
-    meshscaler_load_in_flight meshscaler_load_retry_share meshscaler_load_client_drops_total; do
+    meshscaler_load_in_flight meshscaler_load_retry_share meshscaler_load_client_drops_total \
+    meshscaler_load_arrivals_total meshscaler_load_max_start_lag_seconds; do
     check "/metrics has $series" grep -q "^$series" "$tmp/metrics.txt"
 done
 check "/metrics: offered rate is $rate" grep -qx "meshscaler_load_offered_rate $rate" "$tmp/metrics.txt"
@@ -186,6 +204,30 @@ if [ -s "$tmp/sigterm.json" ]; then
         cmp_num "$(field "$tmp/sigterm.json" duration_s)" "<" 5
     check "--max-in-flight 3: client-side drops > 0" \
         cmp_num "$(field "$tmp/sigterm.json" drops)" ">" 0
+fi
+
+# 6. Every retry carries x-retry-attempt: a proxy that routes those to a backend of
+#    their own counts first attempts and retries apart (the lab's retry share). The
+#    backend refuses everything at once, so each logical request makes 3 attempts.
+"$bin" --url "http://127.0.0.1:$marks_port/fail" --profile steady:20 --duration 3 --arrivals uniform \
+    --retry immediate:2 --seed 7 --timeout-ms 1000 --summary "$tmp/marks.json" >/dev/null 2>"$tmp/marks.err"
+curl -s -m 5 "http://127.0.0.1:$exporter_port/metrics" >"$tmp/haproxy-metrics.txt"
+# backend_requests NAME: haproxy_backend_http_requests_total of that backend.
+backend_requests() {
+    sed -n "s/^haproxy_backend_http_requests_total{proxy=\"$1\"} //p" "$tmp/haproxy-metrics.txt"
+}
+if [ -s "$tmp/marks.json" ]; then
+    logical=$(field "$tmp/marks.json" logical)
+    retries=$(($(field "$tmp/marks.json" attempts) - logical))
+    first=$(backend_requests first)
+    retried=$(backend_requests retried)
+    echo "       marks: client $logical logical requests, $retries retries; HAProxy: first ${first:-?}, retried ${retried:-?}"
+    check "retries marked: HAProxy's first-attempt backend counted the $logical logical requests (${first:-none})" \
+        test "${first:-x}" = "$logical"
+    check "retries marked: HAProxy's retried backend counted the $retries retries (${retried:-none})" \
+        test "${retried:-x}" = "$retries" -a "$retries" -gt 0
+else
+    bad "retries marked: no summary ($(head -c 300 "$tmp/marks.err"))"
 fi
 
 # 5. Optional: a 3 s run under valgrind (VALGRIND_LOAD=path to a build without

@@ -33,6 +33,11 @@
 /* The jitter stream is the arrival seed mixed with this, so changing the
  * retry policy never changes the arrivals. */
 #define JITTER_SEED_MIX 0x6a09e667f3bcc909ull
+/* Every retry carries "x-retry-attempt: N" (N = 1 for the first retry), as a
+ * mesh's proxies mark the attempts they make (Envoy's x-envoy-attempt-count):
+ * a proxy on the way can count retries as its own requests. Retries past
+ * this number all say RETRY_HEADER_MAX. */
+#define RETRY_HEADER_MAX 16
 
 /* Set by the signal handler, read by the loop; nothing else. */
 static volatile sig_atomic_t stop_requested;
@@ -62,6 +67,7 @@ typedef struct {
     ms_load_budget_t budget;
     ms_load_stats_t stats;
     ms_load_metrics_t metrics;
+    struct curl_slist *retry_header[RETRY_HEADER_MAX + 1]; /* owned; [0] unused */
 } run_t;
 
 static void on_signal(int sig)
@@ -134,10 +140,14 @@ static void finish_request(run_t *run, request_t *req, bool success, double t)
     free_request(run, req);
 }
 
-/* Start req's next attempt; a handle curl refuses ends the request as failed. */
+/* Start req's next attempt; a handle curl refuses ends the request as failed.
+ * A retry carries its number in a header (RETRY_HEADER_MAX). */
 static void start_attempt(run_t *run, request_t *req, double t)
 {
+    unsigned retry = req->attempts < RETRY_HEADER_MAX ? req->attempts : RETRY_HEADER_MAX;
+
     req->attempts++;
+    curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, retry > 0 ? run->retry_header[retry] : NULL);
     if (curl_multi_add_handle(run->multi, req->easy) != CURLM_OK) {
         MS_LOG_ERROR("curl refused a transfer");
         finish_request(run, req, false, t);
@@ -152,6 +162,7 @@ static void arrive(run_t *run, double due, double t)
     request_t *req;
 
     run->stats.arrivals++;
+    ms_load_metrics_arrival(&run->metrics);
     if (t - due > run->stats.max_lag_s)
         run->stats.max_lag_s = t - due;
     if (run->nlive >= run->opt->max_in_flight) {
@@ -342,6 +353,13 @@ static bool run_init(run_t *run, const ms_load_options_t *opt)
         return false;
     if ((run->multi = curl_multi_init()) == NULL)
         return false;
+    for (unsigned i = 1; i <= RETRY_HEADER_MAX; i++) {
+        char line[32];
+
+        snprintf(line, sizeof line, "x-retry-attempt: %u", i);
+        if ((run->retry_header[i] = curl_slist_append(NULL, line)) == NULL)
+            return false;
+    }
     /* The pool: never more connections than requests in flight, and keep
      * every one of them alive between requests. */
     curl_multi_setopt(run->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool);
@@ -354,6 +372,8 @@ static void run_cleanup(run_t *run)
     abandon_all(run);
     if (run->multi != NULL)
         curl_multi_cleanup(run->multi);
+    for (unsigned i = 1; i <= RETRY_HEADER_MAX; i++)
+        curl_slist_free_all(run->retry_header[i]);
     ms_load_metrics_cleanup(&run->metrics);
 }
 

@@ -207,7 +207,7 @@ ms_err_t ms_load_summary_json(const ms_load_stats_t *s, ms_buf_t *out);
 /* The client's families in a registry of its own. Owns registry. */
 typedef struct {
     ms_metrics_t *registry;
-    int requests, attempts, latency, offered, in_flight, retry_share, drops;
+    int requests, attempts, latency, offered, in_flight, retry_share, drops, arrivals, max_lag;
 } ms_load_metrics_t;
 
 /* Make the registry and declare the families. MS_ERR_NOMEM. */
@@ -217,7 +217,10 @@ void ms_load_metrics_cleanup(ms_load_metrics_t *m);
 void ms_load_metrics_attempt(ms_load_metrics_t *m, ms_load_result_t r);
 void ms_load_metrics_finish(ms_load_metrics_t *m, bool success, double latency_s);
 void ms_load_metrics_drop(ms_load_metrics_t *m);
-/* The gauges: offered rate now, logical requests in flight, retry share. */
+/* Count an arrival that came due (started or dropped): the rate actually offered. */
+void ms_load_metrics_arrival(ms_load_metrics_t *m);
+/* The gauges: offered rate now, logical requests in flight, retry share, and
+ * the latest start so far (s->max_lag_s). */
 void ms_load_metrics_gauges(ms_load_metrics_t *m, double offered, unsigned in_flight,
                             const ms_load_stats_t *s);
 

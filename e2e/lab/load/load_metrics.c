@@ -26,6 +26,8 @@ static void init_series(ms_load_metrics_t *m)
         ms_metrics_add(m->registry, m->attempts, value, 0);
     }
     ms_metrics_add(m->registry, m->drops, NULL, 0);
+    ms_metrics_add(m->registry, m->arrivals, NULL, 0);
+    ms_metrics_set(m->registry, m->max_lag, NULL, 0);
     ms_metrics_set(m->registry, m->offered, NULL, 0);
     ms_metrics_set(m->registry, m->in_flight, NULL, 0);
     ms_metrics_set(m->registry, m->retry_share, NULL, 0);
@@ -64,8 +66,16 @@ ms_err_t ms_load_metrics_init(ms_load_metrics_t *m)
                                  "Arrivals not sent because --max-in-flight requests were "
                                  "already in flight.",
                                  NULL, 0, NULL, 0);
+    m->arrivals = ms_metrics_family(r, MS_METRIC_COUNTER, "meshscaler_load_arrivals_total",
+                                    "Arrivals that came due: logical requests started plus drops "
+                                    "(what the client offered, as opposed to the profile).",
+                                    NULL, 0, NULL, 0);
+    m->max_lag = ms_metrics_family(r, MS_METRIC_GAUGE, "meshscaler_load_max_start_lag_seconds",
+                                   "The latest any arrival so far started after its due time.",
+                                   NULL, 0, NULL, 0);
     if (m->requests < 0 || m->attempts < 0 || m->latency < 0 || m->offered < 0 ||
-        m->in_flight < 0 || m->retry_share < 0 || m->drops < 0) {
+        m->in_flight < 0 || m->retry_share < 0 || m->drops < 0 || m->arrivals < 0 ||
+        m->max_lag < 0) {
         ms_load_metrics_cleanup(m);
         return MS_ERR_NOMEM;
     }
@@ -96,6 +106,11 @@ void ms_load_metrics_finish(ms_load_metrics_t *m, bool success, double latency_s
 
 void ms_load_metrics_drop(ms_load_metrics_t *m) { ms_metrics_add(m->registry, m->drops, NULL, 1); }
 
+void ms_load_metrics_arrival(ms_load_metrics_t *m)
+{
+    ms_metrics_add(m->registry, m->arrivals, NULL, 1);
+}
+
 void ms_load_metrics_gauges(ms_load_metrics_t *m, double offered, unsigned in_flight,
                             const ms_load_stats_t *s)
 {
@@ -104,4 +119,5 @@ void ms_load_metrics_gauges(ms_load_metrics_t *m, double offered, unsigned in_fl
     ms_metrics_set(m->registry, m->offered, NULL, offered);
     ms_metrics_set(m->registry, m->in_flight, NULL, in_flight);
     ms_metrics_set(m->registry, m->retry_share, NULL, per_logical > 0 ? per_logical - 1 : 0);
+    ms_metrics_set(m->registry, m->max_lag, NULL, s->max_lag_s);
 }

@@ -28,6 +28,8 @@ now() { date +%s.%N; }
 elapsed() { python3 -c 'import sys,time; print("%.1f" % (time.time()-float(sys.argv[1])))' "$1"; }
 # fle A B : A <= B for decimals.
 fle() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)' "$1" "$2"; }
+# flt A B : A < B for decimals.
+flt() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$1" "$2"; }
 
 # --- processes ------------------------------------------------------------------
 
