@@ -6,7 +6,7 @@
 # in a log file. While it runs, a ticker says what it does, for how long so far, how
 # long it takes on a first run and on later runs, and where it is:
 #
-#   [e2e] still compiling the control plane: 2 min 20 s (first run ~11 min, later runs: cached); 1200 of ~2861 packages compiled
+#   [e2e] still compiling the control plane: 2 min 20 s (first run ~11 min, later cached); packages compiled 1200 of ~2861
 #
 # On a terminal the line updates in place every 2 s and is erased when the step ends;
 # otherwise (a log, CI) a plain line every PROGRESS_EVERY seconds (20), none for a step
@@ -26,16 +26,16 @@ progress_secs() {
 }
 
 # progress_tail FILE: the last non-empty line of FILE without a leading "[word]" tag,
-# at most 160 characters (nothing when FILE is empty or absent).
+# at most 200 characters (nothing when FILE is empty or absent).
 progress_tail() {
   [ -s "$1" ] || return 0
   tail -n 5 "$1" 2>/dev/null | tr -d '\r' | sed -e '/^[[:space:]]*$/d' | tail -n 1 \
-    | sed -e 's/^\[[A-Za-z0-9_-]*\] *//' -e 's/^[[:space:]]*//' | cut -c1-160
+    | sed -e 's/^\[[A-Za-z0-9_-]*\] *//' -e 's/^[[:space:]]*//' | cut -c1-200
 }
 
 # progress_start PHASE FIRST LATER [STATUS-CMD...]: start the ticker for PHASE ("compiling
 # the control plane"); FIRST and LATER are what the phase takes on a first run and on
-# later runs ("~11 min", "cached"); STATUS-CMD, run at each line, prints where the step
+# later runs ("~11 min", "cached", "nothing to do"); STATUS-CMD, run at each line, prints where the step
 # is (one line; a shell function is fine). Stops a ticker that still runs.
 progress_start() {
   progress_stop
@@ -58,7 +58,7 @@ progress_start() {
       [ "$SECONDS" -ge "$next" ] || continue
       next=$((next + every))
       status="$([ $# -eq 0 ] || "$@" 2>/dev/null || true)"
-      line="$PROGRESS_PREFIX still $phase: $(progress_secs $((SECONDS - start))) (first run $first, later runs $later)${status:+; $status}"
+      line="$PROGRESS_PREFIX still $phase: $(progress_secs $((SECONDS - start))) (first run $first, later $later)${status:+; $status}"
       if [ "$tty" -eq 1 ]; then
         printf '\r\033[K%s' "${line:0:$((cols - 1))}" >&"$fd"
       else
