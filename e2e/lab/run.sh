@@ -159,7 +159,7 @@ POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
 DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
 
 T_START=$SECONDS
-say() { printf '[lab] %s\n' "$*"; }
+say() { progress_clear; printf '[lab] %s\n' "$*"; }
 die() { progress_stop; printf '[lab] error: %s\n' "$*" >&2; exit 1; }
 # Long steps show a progress line (e2e/lib/progress.sh) on the lab's own stream.
 PROGRESS_PREFIX="[lab]" PROGRESS_FD=1

@@ -79,6 +79,13 @@ progress_stop() {
   return 0
 }
 
+# progress_clear: on a terminal, while a ticker runs, erase its line, so that a message
+# printed during the step starts on a clean line (the ticker redraws at its next tick).
+progress_clear() {
+  if [ -n "$PROGRESS_PID" ] && [ -t "$PROGRESS_FD" ]; then printf '\r\033[K' >&"$PROGRESS_FD"; fi
+  return 0
+}
+
 # progress_run PHASE FIRST LATER LOG CMD...: run CMD with its output appended to LOG,
 # the ticker showing LOG's last line; returns CMD's exit status.
 progress_run() {

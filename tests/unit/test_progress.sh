@@ -72,17 +72,25 @@ check "the ticker ends by itself within 3 s when its shell is killed" test "$gon
 [[ "$gone" -eq 1 || -z "$ticker" ]] || kill "$ticker" 2>/dev/null
 
 # On a terminal (script(1) gives the step one): the line is updated in place (\r, erase
-# to the end of the line) and erased when the step ends.
+# to the end of the line) and erased when the step ends; progress_clear erases it for a
+# message printed during the step.
 cat >"$work/tty.sh" <<EOF
 PROGRESS_PREFIX="[t]"
 . "$lib"
 progress_run "a step on a terminal" "~3 s" "~1 s" "$work/tty.log" sleep 3
 echo "after the step"
+progress_start "a step that says something" "~5 s" "~1 s"
+sleep 2.5
+progress_clear; echo "a message during the step"
+sleep 1
+progress_stop
 EOF
 timeout 30 script -q -e -c "bash $work/tty.sh" "$work/typescript" >/dev/null 2>&1 </dev/null
 tty_out="$(tr -d '\n' <"$work/typescript")"
 check "on a terminal the line updates in place" grep -q $'\r\033\\[K\\[t\\] still a step on a terminal: 2 s' <<<"$tty_out"
 check "on a terminal the line is erased at the end" grep -q $'\r\033\\[Kafter the step' <<<"$tty_out"
+check "on a terminal a message during a step starts on a clean line (progress_clear)" \
+  grep -q $'still a step that says something: 2 s[^\r]*\r\033\\[Ka message during the step' <<<"$tty_out"
 
 echo "$passed passed, $failed failed"
 [[ "$failed" -eq 0 ]]
