@@ -6,18 +6,20 @@
 # in a log file. While it runs, a ticker says what it does, for how long so far, how
 # long it takes on a first run and on later runs, and where it is:
 #
-#   [e2e] still compiling the control plane: 2 min 20 s (first run ~11 min, later cached); packages compiled 1200 of ~2861
+#   [e2e] still compiling the control plane: 2 min 15 s (first run ~11-22 min, later cached); packages compiled 1200 of ~2861
 #
 # On a terminal the line updates in place every 2 s and is erased when the step ends;
-# otherwise (a log, CI) a plain line every PROGRESS_EVERY seconds (20), none for a step
-# that ends sooner: a warm run, whose steps are short, prints no more than before.
+# otherwise (a log, CI) a plain line every PROGRESS_EVERY seconds (15), none for a step
+# that ends sooner: a warm run, whose steps are short, prints no more than before. 15 s,
+# so that two steps in a row, each just too short for a line, still leave no gap of
+# more than 30 s.
 #
 # The caller sets PROGRESS_PREFIX (default "[e2e]") and PROGRESS_FD, the stream its own
 # messages go to (default 2). One ticker at a time per shell.
 
 PROGRESS_PREFIX="${PROGRESS_PREFIX:-[e2e]}"
 PROGRESS_FD="${PROGRESS_FD:-2}"
-PROGRESS_EVERY="${PROGRESS_EVERY:-20}"
+PROGRESS_EVERY="${PROGRESS_EVERY:-15}"
 PROGRESS_PID=""
 
 # progress_secs N: "45 s" or "2 min 20 s".
