@@ -35,10 +35,11 @@ progress_tail() {
     | sed -e 's/^\[[A-Za-z0-9_-]*\] *//' -e 's/^[[:space:]]*//' | cut -c1-200
 }
 
-# progress_start PHASE FIRST LATER [STATUS-CMD...]: start the ticker for PHASE ("compiling
-# the control plane"); FIRST and LATER are what the phase takes on a first run and on
-# later runs ("~11 min", "cached", "nothing to do"); STATUS-CMD, run at each line, prints where the step
-# is (one line; a shell function is fine). Stops a ticker that still runs.
+# progress_start PHASE FIRST LATER [STATUS-CMD...]: start the ticker for PHASE
+# ("compiling the control plane"); FIRST and LATER are what the phase takes on a first
+# run and on later runs ("~11 min", "cached", "nothing to do"); STATUS-CMD, run at each
+# line, prints where the step is (one line; a shell function is fine). Stops a ticker
+# that still runs.
 progress_start() {
   progress_stop
   local phase="$1" first="$2" later="$3" fd="$PROGRESS_FD" every="$PROGRESS_EVERY" tty=0
