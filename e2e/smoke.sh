@@ -94,7 +94,13 @@ else
   exit 1
 fi
 t0=$SECONDS
-if "$LOCAL" up > "$MESHSCALER_E2E_STATE.up.log" 2>&1; then
+# A first run also installs the node's Go tools and builds the images: a progress line
+# (e2e/lib/progress.sh, on stderr) shows up.log's last line while it runs.
+PROGRESS_PREFIX="[smoke]"
+# shellcheck source=e2e/lib/progress.sh
+. "$E2E_DIR/lib/progress.sh"
+if progress_run "bringing the local cluster up" "~10 min (node tools, images)" "~45 s" \
+    "$MESHSCALER_E2E_STATE.up.log" "$LOCAL" up; then
   pass "e2e/local up ($((SECONDS - t0)) s)"
   grep -F 'cleaning up after the node of' "$MESHSCALER_E2E_STATE.up.log" | sed 's/^/     /' || true
   cp "$MESHSCALER_E2E_STATE/node/sysctl.saved" "$SYSCTLS_SAVED" 2>/dev/null || true

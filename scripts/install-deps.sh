@@ -46,7 +46,18 @@ if [[ "$(id -u)" -ne 0 ]]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# apt's output goes to a log; a progress line (e2e/lib/progress.sh) shows its last line
+# while it runs, and the log's end is shown if it fails.
+PROGRESS_PREFIX="install-deps:" PROGRESS_FD=1
+# shellcheck source=e2e/lib/progress.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib/progress.sh"
+log="$(mktemp "${TMPDIR:-/tmp}/install-deps.XXXXXX")"
 # The package lists may be absent or stale on a fresh machine.
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if ! progress_run "installing packages (apt-get update and install)" "~15 s-2 min" "nothing to do" "$log" \
+    sh -c 'apt-get update -q && apt-get install -y -q --no-install-recommends "$@"' apt "${missing[@]}"; then
+  tail -n 15 "$log" >&2
+  echo "install-deps: apt-get failed (log: $log)" >&2
+  exit 1
+fi
+rm -f "$log"
 echo "install-deps: done"

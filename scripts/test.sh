@@ -32,6 +32,10 @@ set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# Progress lines for long steps, on this script's stream (e2e/lib/progress.sh).
+PROGRESS_PREFIX="[test]" PROGRESS_FD=1
+# shellcheck source=e2e/lib/progress.sh
+. e2e/lib/progress.sh
 jobs="$(nproc 2>/dev/null || echo 2)"
 passed=0
 failed=0
@@ -211,11 +215,20 @@ e2e_smoke() {
 
 # One environment for every integration runner; each runner exits 77 when
 # it lacks what it needs, which counts as a failure here (CI has it all).
+# e2e/local up's output goes to build-e2e-logs/up.log; a progress line shows its last
+# line while it runs (e2e-smoke has built everything before: ~45 s).
 integration() (
   export MESHSCALER_E2E_STATE="$root/build-e2e-state"
   export MS_IT_BUILD=build-san # the sanitizer build of the unit suite
   e2e/local down >/dev/null 2>&1 || true
-  e2e/local up >/dev/null || { e2e/local logs kube-apiserver 2>&1 | tail -20; exit 1; }
+  mkdir -p build-e2e-logs
+  : >build-e2e-logs/up.log
+  progress_run "bringing the local cluster up" "~10 min (after e2e-smoke: ~45 s)" "~45 s" build-e2e-logs/up.log \
+    e2e/local up || {
+    tail -n 20 build-e2e-logs/up.log
+    e2e/local logs kube-apiserver 2>&1 | tail -20
+    exit 1
+  }
   eval "$(e2e/local env)"
   rc=0
   for runner in tests/integration/*/run.sh; do

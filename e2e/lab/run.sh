@@ -158,11 +158,16 @@ POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
 DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
 
 T_START=$SECONDS
-say() { printf '[lab] %s\n' "$*"; }
-die() { printf '[lab] error: %s\n' "$*" >&2; exit 1; }
+say() { progress_clear; printf '[lab] %s\n' "$*"; }
+die() { progress_stop; printf '[lab] error: %s\n' "$*" >&2; exit 1; }
+# Long steps show a progress line (e2e/lib/progress.sh) on the lab's own stream.
+PROGRESS_PREFIX="[lab]" PROGRESS_FD=1
+# shellcheck source=e2e/lib/progress.sh
+. "$REPO/e2e/lib/progress.sh"
 PIDS=()
 cleanup() {
   local rc=$? pid t
+  progress_stop
   for pid in "${PIDS[@]}"; do
     kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   done
@@ -194,14 +199,16 @@ trap 'exit 130' INT TERM
 
 # --- build what is missing --------------------------------------------------------------
 t=$SECONDS
-bash "$REPO/scripts/install-deps.sh" build >/dev/null || die "scripts/install-deps.sh build failed"
+progress_run "installing the build packages (apt)" "~15 s" "nothing to do" "$OUT/logs/deps.log" \
+  bash "$REPO/scripts/install-deps.sh" build || { tail -n 5 "$OUT/logs/deps.log"; die "scripts/install-deps.sh build failed (log: $OUT/logs/deps.log)"; }
 BUILD="$LAB/.build"
 if [ ! -f "$BUILD/build.ninja" ]; then
   say "configuring $BUILD (Release)"
   cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/logs/cmake.log" 2>&1 \
     || die "cmake failed (log: $OUT/logs/cmake.log)"
 fi
-ninja -C "$BUILD" meshscaler-load >"$OUT/logs/ninja.log" 2>&1 || die "building meshscaler-load failed (log: $OUT/logs/ninja.log)"
+progress_run "building meshscaler-load" "~30 s" "~1 s" "$OUT/logs/ninja.log" ninja -C "$BUILD" meshscaler-load \
+  || die "building meshscaler-load failed (log: $OUT/logs/ninja.log)"
 LOAD="$BUILD/e2e/lab/load/meshscaler-load"
 
 # The lab app (the cluster's test app, e2e/images/app/app.c): a static binary in a
@@ -224,7 +231,10 @@ T_BUILD=$((SECONDS - t))
 # --- the cluster -------------------------------------------------------------------------
 t=$SECONDS
 say "bringing the local cluster up (state $MESHSCALER_E2E_STATE; log $OUT/logs/up.log)"
-"$E2E" up >"$OUT/logs/up.log" 2>&1 || { tail -n 20 "$OUT/logs/up.log" >&2; die "e2e/local up failed"; }
+say "  a first run builds it from source: ~16 min on 2 cores (later runs ~45 s)"
+# Its progress line shows the last line of up.log: e2e/local's own phase and progress.
+progress_run "bringing the local cluster up" "~16 min" "~45 s" "$OUT/logs/up.log" "$E2E" up \
+  || { tail -n 20 "$OUT/logs/up.log" >&2; die "e2e/local up failed"; }
 eval "$("$E2E" env)"
 T_UP=$((SECONDS - t))
 say "cluster up in $T_UP s"
@@ -232,10 +242,17 @@ say "cluster up in $T_UP s"
 t=$SECONDS
 k() { "$KUBECTL" "$@"; }
 lab_ports() { "$E2E" ports "$1" || die "no free ports"; }
+# Install and warm-up: one progress line over its steps, showing the last line of
+# install.log (the step, or e2e/local's own progress while it builds).
+INSTALL_LOG="$OUT/logs/install.log"
+step() { printf '%s\n' "$*" >>"$INSTALL_LOG"; }
+progress_start "installing meshscaler and warming up" "~3.5 min" "~45 s" progress_tail "$INSTALL_LOG"
 "$E2E" image load "$LAB_APP_TAR" || die "could not import the lab app's image"
-eval "$("$E2E" image meshscaler 2>"$OUT/logs/image-meshscaler.log" | grep '^MESHSCALER_IMAGE=')"
-[ -n "${MESHSCALER_IMAGE:-}" ] || die "no meshscaler image (log: $OUT/logs/image-meshscaler.log)"
-"$E2E" tools helm >/dev/null 2>&1 || die "could not install helm (e2e/local tools helm)"
+step "meshscaler's image (e2e/local image meshscaler)"
+eval "$("$E2E" image meshscaler 2>>"$INSTALL_LOG" | grep '^MESHSCALER_IMAGE=')"
+[ -n "${MESHSCALER_IMAGE:-}" ] || die "no meshscaler image (log: $INSTALL_LOG)"
+step "helm (e2e/local tools helm)"
+"$E2E" tools helm >>"$INSTALL_LOG" 2>&1 || die "could not install helm (e2e/local tools helm; log: $INSTALL_LOG)"
 HELM="$REPO/e2e/.bin/helm"
 
 # A kept cluster may hold an earlier run's objects.
@@ -265,6 +282,7 @@ say "workloads: $START_REPLICAS pods each in $NS_A and $NS_B (sidecar maxconn $S
 { workload "$NS_A" "$POOL_A"; echo ---; workload "$NS_B" "$POOL_B"; } | k apply -f - >/dev/null || die "could not apply the workloads"
 
 say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync period ${MESH_SYNC_S}s)"
+step "helm install --wait"
 "$HELM" install "$REL" "$REPO/charts/meshscaler" -n "$NS_SYS" --create-namespace \
   --set "image.repository=${MESHSCALER_IMAGE%:*}" --set "image.tag=${MESHSCALER_IMAGE##*:}" \
   --set "prometheus.url=$PROMETHEUS_CLUSTER_URL" --set "controller.syncPeriod=${MESH_SYNC_S}s" \
@@ -286,6 +304,7 @@ eventually() { # eventually SECONDS WHAT CMD...
   done
 }
 ready() { [ "$(k -n "$1" get deploy web -o 'jsonpath={.status.readyReplicas}')" = "$START_REPLICAS" ]; }
+step "waiting for the workloads' pods and the autoscalers' first readings"
 eventually 120 "$NS_A/web Ready" ready "$NS_A"
 eventually 120 "$NS_B/web Ready" ready "$NS_B"
 # The HPA acts only once metrics-server has a CPU window of the pods (15 s resolution)
@@ -299,6 +318,7 @@ else
 fi
 eventually 120 "meshscaler reads the sidecars of $NS_B" mas_reads "$NS_B"
 T_INSTALL=$((SECONDS - t))
+progress_stop
 say "installed and warm in $T_INSTALL s"
 
 # --- the run -----------------------------------------------------------------------------

@@ -152,8 +152,10 @@ docker_base_image() {
     [ -n "$mirror" ] || mirror="$(awk '$1 == "deb" && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)"
     [ -n "$mirror" ] || mirror="http://deb.debian.org/debian"
     root="$(mktemp -d "$CACHE/tmp.rootfs.XXXXXX")"
-    say "making $BASE_IMAGE with debootstrap from $mirror (about 30-60 s)"
-    if ! debootstrap --variant=minbase bookworm "$root" "$mirror" > "$CACHE/debootstrap.log" 2>&1; then
+    say "making $BASE_IMAGE with debootstrap from $mirror (about 2 min; log $CACHE/debootstrap.log)"
+    : > "$CACHE/debootstrap.log"
+    if ! progress_run "making the base image (debootstrap)" "~2 min" "cached" "$CACHE/debootstrap.log" \
+        debootstrap --variant=minbase bookworm "$root" "$mirror"; then
       tail -n 20 "$CACHE/debootstrap.log" >&2
       unmount_under "$root"; rm -rf "$root"
       die "debootstrap failed (log: $CACHE/debootstrap.log)"
@@ -193,7 +195,9 @@ image_dockerfile() {
     say "building $IMAGE_REF from $ctx/Dockerfile"
     local args=() a
     for a in "$@"; do args+=(--build-arg "$a"); done
-    if ! DOCKER_BUILDKIT=0 docker_ build --network host "${args[@]}" -t "$IMAGE_REF" "$ctx" > "$CACHE/build-$name.log" 2>&1; then
+    : > "$CACHE/build-$name.log"
+    if ! progress_run "building the image $name (docker build)" "~30-50 s" "cached" "$CACHE/build-$name.log" \
+        env DOCKER_BUILDKIT=0 "$DOCKER" -H "unix://$DOCKER_SOCK" build --network host "${args[@]}" -t "$IMAGE_REF" "$ctx"; then
       tail -n 30 "$CACHE/build-$name.log" >&2
       die "docker build of $name failed (log: $CACHE/build-$name.log)"
     fi

@@ -47,21 +47,29 @@ ctr_() { "$BIN/ctr" --address "$CTR_SOCK" -n k8s.io "$@"; }
 crictl_() { "$BIN/crictl" --runtime-endpoint "unix://$CTR_SOCK" --image-endpoint "unix://$CTR_SOCK" --timeout 30s "$@"; }
 
 # go_install_all "MODULE@VERSION..." installs each module's command into e2e/.bin
-# unless the recorded version is the same.
+# unless the recorded version (NAME.version) and linker flags (NAME.ldflags, those of
+# tool_ldflags; absent when none) are the same.
 go_install_all() {
   find_go
   mkdir -p "$BIN"
-  local mod name
+  local mod name flags log
   for mod in $1; do
     name="${mod%@*}"; name="${name##*/}"
-    if [ -x "$BIN/$name" ] && [ "$(cat "$BIN/$name.version" 2>/dev/null)" = "$mod" ]; then continue; fi
+    flags="$(tool_ldflags "$mod")"
+    if [ -x "$BIN/$name" ] && [ "$(cat "$BIN/$name.version" 2>/dev/null)" = "$mod" ] \
+      && [ "$(cat "$BIN/$name.ldflags" 2>/dev/null)" = "$flags" ]; then continue; fi
     say "installing $name ($mod, go install; a few minutes the first time)"
     local t0=$SECONDS
-    if ! CGO_ENABLED=0 GOBIN="$BIN" "$GO" install -buildvcs=false -ldflags='-s -w' "$mod" > "$BIN/$name.install.log" 2>&1; then
-      tail -n 20 "$BIN/$name.install.log" >&2
-      die "could not install $name from $mod (log: $BIN/$name.install.log)"
+    log="$BIN/$name.install.log"
+    : > "$log"
+    # -v: the log names each package as it is compiled, and the progress line the last.
+    if ! progress_run "installing $name (go install)" "~2-3 min" "cached" "$log" \
+        env CGO_ENABLED=0 GOBIN="$BIN" "$GO" install -v -buildvcs=false -ldflags="-s -w${flags:+ $flags}" "$mod"; then
+      tail -n 20 "$log" >&2
+      die "could not install $name from $mod (log: $log)"
     fi
     echo "$mod" > "$BIN/$name.version"
+    if [ -n "$flags" ]; then echo "$flags" > "$BIN/$name.ldflags"; else rm -f "$BIN/$name.ldflags"; fi
     say "  $name installed in $((SECONDS - t0)) s"
   done
 }
