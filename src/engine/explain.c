@@ -40,6 +40,18 @@ static void explain_metrics(const ms_spec_t *spec, const ms_decision_t *d, ms_fi
     }
 }
 
+/* Step 7's cap that bound, and the replicas it reserved for, if any:
+ * "downstream edge allows only 5 (3 starting replicas reserve 75 flows)". */
+static void explain_bound_downstream(const char *name, const ms_decision_t *d,
+                                     const ms_downstream_result_t *r, ms_fixbuf_t *o)
+{
+    ms_fixbuf_appendf(o, ", downstream %s allows only %d", name, (int)r->allowed);
+    if (r->reserved > 0)
+        ms_fixbuf_appendf(o, " (%d starting replica%s reserve%s %.4g flows)",
+                          (int)d->starting_replicas, d->starting_replicas == 1 ? "" : "s",
+                          d->starting_replicas == 1 ? "s" : "", r->reserved);
+}
+
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *buf, size_t len)
 {
     ms_fixbuf_t o;
@@ -84,8 +96,7 @@ size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *
         if (!r->observed)
             ms_fixbuf_appendf(&o, ", downstream %s not observed", spec->downstreams[i].name);
         else if (r->bound)
-            ms_fixbuf_appendf(&o, ", downstream %s allows only %d", spec->downstreams[i].name,
-                              (int)r->allowed);
+            explain_bound_downstream(spec->downstreams[i].name, d, r, &o);
     }
 done:
     ms_fixbuf_appendf(&o, "; desired %d", (int)d->desired_replicas);
