@@ -213,4 +213,9 @@ void ms_engine_record_scale(ms_engine_memory_t *mem, const ms_spec_t *spec, doub
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d,
                            char *buf, size_t len);
 
+/* Step 7's reservation at downstream i of d as "3 starting replicas reserve
+ * 75 flows" into buf (NUL-terminated when len > 0). Returns false, writing
+ * nothing, when that downstream reserved nothing. */
+bool ms_decision_reservation(const ms_decision_t *d, size_t i, char *buf, size_t len);
+
 #endif
