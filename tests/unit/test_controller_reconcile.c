@@ -166,11 +166,21 @@ static void test_decision_ready(void **state)
     ms_spec_cleanup(&mixed);
 }
 
-/* A pod as the informer delivers it, through the transform into the index. */
+/* A pod's JSON as the informer delivers it, through the transform into the index. */
+static void index_json(ms__pod_index_t *x, const char *json)
+{
+    cJSON *pod = cJSON_Parse(json);
+
+    assert_non_null(pod);
+    ms__pod_transform(NULL, pod);
+    ms__pod_index_notify(x, MS_KUBE_ADDED, pod, NULL);
+    cJSON_Delete(pod);
+}
+
+/* A Running pod, Ready or not, through the transform into the index. */
 static void index_pod(ms__pod_index_t *x, const char *name, const char *ready, const char *since)
 {
     char json[512];
-    cJSON *pod;
 
     snprintf(json, sizeof json,
              "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"labels\":{\"app\":\"api\"}},"
@@ -179,11 +189,7 @@ static void index_pod(ms__pod_index_t *x, const char *name, const char *ready, c
              "{\"type\":\"Ready\",\"status\":\"%s\"%s%s%s}]}}",
              name, ready, since ? ",\"lastTransitionTime\":\"" : "", since ? since : "",
              since ? "\"" : "");
-    pod = cJSON_Parse(json);
-    assert_non_null(pod);
-    ms__pod_transform(NULL, pod);
-    ms__pod_index_notify(x, MS_KUBE_ADDED, pod, NULL);
-    cJSON_Delete(pod);
+    index_json(x, json);
 }
 
 /* The index counts Ready pods and when the last of them turned Ready (its
@@ -221,18 +227,13 @@ static void index_pod_phase(ms__pod_index_t *x, const char *name, const char *ph
                             bool deleting)
 {
     char json[512];
-    cJSON *pod;
 
     snprintf(json, sizeof json,
              "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"labels\":{\"app\":\"api\"}%s},"
              "\"status\":{\"phase\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
              name, deleting ? ",\"deletionTimestamp\":\"2026-12-01T10:00:00Z\"" : "", phase,
              ready ? "True" : "False");
-    pod = cJSON_Parse(json);
-    assert_non_null(pod);
-    ms__pod_transform(NULL, pod);
-    ms__pod_index_notify(x, MS_KUBE_ADDED, pod, NULL);
-    cJSON_Delete(pod);
+    index_json(x, json);
 }
 
 /* runningReplicas (step 7): pods in phase Running and not terminating,
