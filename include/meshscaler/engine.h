@@ -125,6 +125,11 @@ typedef struct {
     double now;
     int32_t current_replicas; /* scale spec.replicas, >= 0 */
     int32_t ready_replicas;   /* >= 0; use current_replicas when unknown */
+    /* The target's pods in phase Running and not terminating (step 7's
+     * reservation: current_replicas - running replicas are starting and
+     * reserve perReplica of each downstream). Not known (zero-initialised):
+     * current_replicas, nothing reserved. */
+    ms_pods_t running_replicas;
     ms_sample_t metrics[MS_MAX_METRICS];
     /* metric_pods[i]: the pods metrics[i] covers, when known. A parallel
      * array, not a field of ms_sample_t, because only metric values have a
@@ -167,12 +172,15 @@ typedef struct {
     bool observed; /* usage and a limit were known */
     int32_t allowed;
     bool bound; /* this downstream set the cap that bound */
+    double reserved; /* flows held back for starting replicas: perReplica x starting */
 } ms_downstream_result_t;
 
 /* One decision. Plain data; nothing to free. */
 typedef struct {
     int32_t current_replicas;
     int32_t ready_replicas;
+    ms_pods_t running_replicas; /* as observed */
+    int32_t starting_replicas;  /* step 7: max(0, current - running); 0 when not known */
     int32_t desired_replicas;
     ms_reason_t reason;
 
@@ -204,7 +212,7 @@ typedef struct {
  * On success returns MS_OK, fills *out and updates *mem (recommendation,
  * scale event, failure count). Returns MS_ERR_INVALID, leaving *mem and *out
  * untouched, when obs has negative replica counts, a known negative pod
- * count or a non-finite now. */
+ * or running count, or a non-finite now. */
 ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
                           const ms_observation_t *obs, ms_decision_t *out);
 
@@ -217,5 +225,10 @@ void ms_engine_record_scale(ms_engine_memory_t *mem, const ms_spec_t *spec, doub
  * NUL-terminated when len > 0). Returns the length it needed, like snprintf. */
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d,
                            char *buf, size_t len);
+
+/* Step 7's reservation at downstream i of d as "3 starting replicas reserve
+ * 75 flows" into buf (NUL-terminated when len > 0). Returns false, writing
+ * nothing, when that downstream reserved nothing. */
+bool ms_decision_reservation(const ms_decision_t *d, size_t i, char *buf, size_t len);
 
 #endif

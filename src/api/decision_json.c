@@ -43,6 +43,8 @@ cJSON *ms_decision_to_json(const ms_spec_t *spec, const ms_engine_memory_t *mem,
     cJSON_AddNumberToObject(o, "time", time);
     cJSON_AddNumberToObject(o, "currentReplicas", d->current_replicas);
     cJSON_AddNumberToObject(o, "readyReplicas", d->ready_replicas);
+    if (d->running_replicas.known) /* step 7's input, when given (docs/decide.md) */
+        cJSON_AddNumberToObject(o, "runningReplicas", d->running_replicas.count);
     cJSON_AddNumberToObject(o, "desiredReplicas", d->desired_replicas);
     if (d->has_recommendation)
         cJSON_AddNumberToObject(o, "recommendation", d->recommendation);
@@ -75,6 +77,8 @@ cJSON *ms_decision_to_json(const ms_spec_t *spec, const ms_engine_memory_t *mem,
         cJSON_AddBoolToObject(dj, "observed", r->observed);
         if (r->observed)
             cJSON_AddNumberToObject(dj, "allowed", r->allowed);
+        if (r->reserved > 0) /* for starting replicas (step 7) */
+            cJSON_AddNumberToObject(dj, "reserved", r->reserved);
         cJSON_AddBoolToObject(dj, "bound", r->bound);
     }
     ms_decision_explain(spec, d, message, sizeof message);

@@ -360,7 +360,7 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     static const char *const workload_plurals[3] = {"deployments", "statefulsets", "replicasets"};
     static const char *const workload_keep[] = {"spec.replicas", "spec.selector", "status.replicas", NULL};
     static const char *const pod_keep[] = {"metadata.labels", "metadata.deletionTimestamp",
-                                           "status.conditions", NULL};
+                                           "status.conditions", "status.phase", NULL};
     /* Its desired count is what a dry-run MeshAutoscaler is compared with. */
     static const char *const hpa_keep[] = {"spec.scaleTargetRef", "status.desiredReplicas",
                                            "status.currentMetrics", NULL};

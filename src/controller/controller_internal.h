@@ -98,6 +98,7 @@ typedef struct {
     char uid[64];
     bool pods_ok;             /* pods were counted */
     int32_t ready_pods;
+    int32_t running_pods;     /* in phase Running, not terminating (step 7's reservation) */
     double newest_ready;      /* wall seconds the last Ready pod turned Ready; 0: unknown */
 } ms__target_t;
 
@@ -185,6 +186,7 @@ typedef struct ms__object {
     ms_label_selector_t *selector;
     unsigned long pods_generation; /* namespace pod generation the counts were made at */
     int32_t ready_pods;
+    int32_t running_pods;
     double newest_ready;
     char *pod_regex;           /* owned; NULL: not computed */
 
@@ -242,7 +244,7 @@ void ms__objects_free_locked(ms__objects_t *t, ms__object_t *o);
 
 /* ---- indexes kept by the informer handlers (targets.c) ---- */
 
-/* Pods per namespace: name, labels and readiness, with a generation per
+/* Pods per namespace: name, labels, readiness and phase Running, with a generation per
  * namespace that moves whenever one of its pods does, so a round recounts
  * an object's pods only when something changed. */
 typedef struct ms__pod_index ms__pod_index_t;
@@ -255,9 +257,10 @@ void ms__pod_transform(void *ctx, cJSON *pod);
 unsigned long ms__pod_index_generation(ms__pod_index_t *x, const char *ns);
 typedef struct {
     int32_t ready;       /* Ready pods */
+    int32_t running;     /* pods in phase Running and not terminating */
     double newest_ready; /* wall seconds the last of them turned Ready; 0: unknown */
 } ms__pod_count_t;
-/* Count the Ready pods of ns the selector picks, and their names as a
+/* Count the Ready and the Running pods of ns the selector picks, and their names as a
  * {{podRegex}} value (sorted; *regex NULL when want_regex is false). */
 void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
                          bool want_regex, ms__pod_count_t *out, char **regex);
@@ -535,8 +538,9 @@ bool ms__liveness_ok(double due_since, double progress, double now, double sync_
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
                            int32_t ready_pods, int32_t current);
 /* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
- * metric target counts ready replicas (Utilization, Value), or a metric has
- * a saturation correction (held while pods turn Ready). */
+ * metric target counts ready replicas (Utilization, Value), a metric has
+ * a saturation correction (held while pods turn Ready), or a downstream
+ * entry reserves room for pods not running yet (step 7). */
 bool ms__spec_needs_pods(const ms_spec_t *s);
 /* Whether a query of the spec uses {{podRegex}}. When the round could not
  * count the pods it passes no regex, and the tick reports those queries

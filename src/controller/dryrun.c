@@ -44,6 +44,20 @@ static ms_err_t metrics_column(const ms_dryrun_record_t *r, ms_buf_t *out)
     return err;
 }
 
+/* " (edge allows 5: 3 starting replicas reserve 75 flows)" when step 7's
+ * cap bound with room reserved for pods not running yet. */
+static ms_err_t reservation_note(const ms_dryrun_record_t *r, ms_buf_t *out)
+{
+    const ms_decision_t *d = r->decision;
+    char reserve[96];
+
+    for (size_t i = 0; i < d->ndownstreams; i++)
+        if (d->downstreams[i].bound && ms_decision_reservation(d, i, reserve, sizeof reserve))
+            return ms_buf_appendf(out, " (%s allows %d: %s)", r->spec->downstreams[i].name,
+                                  (int)d->downstreams[i].allowed, reserve);
+    return MS_OK;
+}
+
 static ms_err_t table_row(const ms_dryrun_record_t *r, ms_buf_t *out)
 {
     char when[32], object[256], target[256];
@@ -57,6 +71,8 @@ static ms_err_t table_row(const ms_dryrun_record_t *r, ms_buf_t *out)
                   ms_reason_name(r->decision->reason));
     if (err == MS_OK)
         err = metrics_column(r, out);
+    if (err == MS_OK)
+        err = reservation_note(r, out);
     if (err == MS_OK && r->note != NULL && r->note[0] != '\0')
         err = ms_buf_appendf(out, " (%s)", r->note);
     if (err == MS_OK && r->hpa != NULL && r->hpa_desired >= 0)

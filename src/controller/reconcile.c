@@ -42,10 +42,13 @@ bool ms__spec_uses_pod_regex(const ms_spec_t *s)
 }
 
 /* Pods are counted only when something needs them: a {{podRegex}} query, a
- * target that counts ready replicas (Utilization, Value), or a saturation
- * correction (when pods turned Ready: hold_unsettled_saturation). */
+ * target that counts ready replicas (Utilization, Value), a saturation
+ * correction (when pods turned Ready: hold_unsettled_saturation), or a
+ * downstream guardrail (the running pods: step 7's reservation). */
 bool ms__spec_needs_pods(const ms_spec_t *s)
 {
+    if (s->ndownstreams > 0)
+        return true;
     for (size_t i = 0; i < s->nmetrics; i++)
         if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE || s->saturation[i].enabled)
             return true;
@@ -207,6 +210,10 @@ static ms_err_t decide(ms__item_t *it)
     obs.now = it->now;
     obs.current_replicas = current;
     obs.ready_replicas = ms__decision_ready(it->spec, obs.metric_pods, t->pods_ok, t->ready_pods, current);
+    /* Step 7 reserves each downstream's perReplica for the replicas whose
+     * pods are not running yet; uncounted pods reserve nothing. */
+    if (t->pods_ok && it->spec->ndownstreams > 0)
+        obs.running_replicas = (ms_pods_t){true, t->running_pods};
     hold_unsettled_saturation(it, &obs);
     /* Only a scale that was written is a scale event (dry-run, pause,
      * conflicts and failed writes store none): recorded after the update. */

@@ -293,7 +293,7 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
     e->stage = MS__ENTRY_OBSERVED;
 }
 
-/* The target's Ready pods, and their names when a query uses {{podRegex}},
+/* The target's Ready and Running pods, and their names when a query uses {{podRegex}},
  * counted again only when a pod of the namespace or the selector changed. */
 static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e, const char *ns)
 {
@@ -313,11 +313,13 @@ static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e,
         ms__pod_index_count(c->pod_index, ns, o->selector, want_regex, &count,
                             want_regex ? &o->pod_regex : NULL);
         o->ready_pods = count.ready;
+        o->running_pods = count.running;
         o->newest_ready = count.newest_ready;
         o->pods_generation = gen;
     }
     e->target.pods_ok = true;
     e->target.ready_pods = o->ready_pods;
+    e->target.running_pods = o->running_pods;
     e->target.newest_ready = o->newest_ready;
     if (o->pod_regex != NULL)
         e->pod_regex = ms_xstrdup(o->pod_regex);

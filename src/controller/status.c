@@ -269,9 +269,13 @@ static void downstream_limited(const ms_spec_t *spec, const ms_decision_t *d, co
     for (size_t i = 0; i < d->ndownstreams && i < spec->ndownstreams; i++) {
         const ms_downstream_result_t *r = &d->downstreams[i];
 
+        char reserve[96];
+
         if (r->bound)
             ms_fixbuf_appendf(&o, "%s%s allows at most %d replicas", o.used ? ", " : "",
                               spec->downstreams[i].name, (int)r->allowed);
+        if (r->bound && ms_decision_reservation(d, i, reserve, sizeof reserve))
+            ms_fixbuf_appendf(&o, " (%s)", reserve);
         else if (!r->observed)
             ms_fixbuf_appendf(&o, "%s%s not observed", o.used ? ", " : "",
                               spec->downstreams[i].name);

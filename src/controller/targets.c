@@ -2,7 +2,7 @@
  * targets.c - the two indexes the informer handlers keep, so a round reads
  * targets from memory instead of asking the API server per object:
  *
- *   pods per namespace  name -> labels and readiness, and a generation per
+ *   pods per namespace  name -> labels, readiness and phase Running, and a generation per
  *                       namespace that moves with any of its pods, so an
  *                       object's ready count and {{podRegex}} are recounted
  *                       only when something in its namespace changed;
@@ -27,6 +27,7 @@
 typedef struct {
     cJSON *labels; /* owned copy, or NULL */
     bool ready;
+    bool running;       /* phase Running and not terminating */
     double ready_since; /* wall seconds its Ready condition turned True; 0: unknown */
 } pod_t;
 
@@ -115,25 +116,31 @@ static bool pod_ready(const cJSON *pod, double *since)
 }
 
 /* The informer keeps of a pod only what the index needs: readiness folded
- * into status.ready and, when known, status.readySince (wall seconds); the
- * conditions are most of a pod's status. */
+ * into status.ready and, when known, status.readySince (wall seconds), and
+ * phase Running into status.running; the conditions are most of a pod's
+ * status. */
 void ms__pod_transform(void *ctx, cJSON *pod)
 {
     double since;
     bool ready = pod_ready(pod, &since);
+    const char *phase = string_member(pod, "status", "phase");
+    bool running = phase != NULL && strcmp(phase, "Running") == 0;
     cJSON *status = cJSON_CreateObject();
 
     (void)ctx;
     cJSON_DeleteItemFromObjectCaseSensitive(pod, "status");
     cJSON_AddItemToObject(pod, "status", status);
     cJSON_AddBoolToObject(status, "ready", ready);
+    if (running)
+        cJSON_AddBoolToObject(status, "running", true);
     if (ready && since > 0)
         cJSON_AddNumberToObject(status, "readySince", since);
 }
 
-static bool transformed_ready(const cJSON *pod)
+/* status.<flag> of a transformed pod, and the pod not being deleted. */
+static bool transformed_flag(const cJSON *pod, const char *flag)
 {
-    return cJSON_IsTrue(member(pod, "status", "ready")) &&
+    return cJSON_IsTrue(member(pod, "status", flag)) &&
            member(pod, "metadata", "deletionTimestamp") == NULL;
 }
 
@@ -167,7 +174,8 @@ void ms__pod_index_notify(void *ctx, ms_kube_change_t change, const cJSON *obj, 
         pod_free(ms_strmap_del(&n->pods, name));
     } else {
         p = ms_xcalloc(1, sizeof *p);
-        p->ready = transformed_ready(obj);
+        p->ready = transformed_flag(obj, "ready");
+        p->running = transformed_flag(obj, "running");
         p->ready_since = p->ready ? transformed_ready_since(obj) : 0;
         p->labels = cJSON_IsObject(labels) ? cJSON_Duplicate(labels, true) : NULL;
         pod_free(ms_strmap_put(&n->pods, name, p));
@@ -211,6 +219,8 @@ void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_sele
         pod_t *p = val;
         if (!ms_label_selector_matches(sel, p->labels))
             continue;
+        if (p->running)
+            out->running++;
         if (p->ready) {
             out->ready++;
             if (p->ready_since > out->newest_ready)

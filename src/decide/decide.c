@@ -57,6 +57,7 @@ ms_err_t ms_decide_run(const char *text, size_t len, ms_decide_format_t format,
         tick.obs.now = tick.time;
         tick.obs.current_replicas = tick.has_current ? tick.current : closed_loop;
         tick.obs.ready_replicas = tick.has_ready ? tick.ready : tick.obs.current_replicas;
+        tick.obs.running_replicas = (ms_pods_t){tick.has_running, tick.running};
         if ((err = ms_engine_decide(&sc.spec, &sc.memory, &tick.obs, &d)) != MS_OK) {
             ms_errf(errbuf, errlen, err, "ticks[%zu]: the engine refused the tick", index);
             goto out;

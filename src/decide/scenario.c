@@ -193,6 +193,24 @@ static ms_err_t read_signals(const ms__scenario_t *sc, const cJSON *s, ms_jpath_
     return MS_OK;
 }
 
+/* An optional replica count of a tick, an integer >= 0 (absent: *has
+ * stays false and the runner applies the default). */
+static ms_err_t read_count(const cJSON *tick, ms_jpath_t *p, const char *key, bool *has,
+                           int32_t *count, char *errbuf, size_t errlen)
+{
+    const cJSON *field = child(tick, key);
+    size_t saved = ms_jpath_push_key(p, key);
+    ms_err_t err;
+
+    if (!ms_json_is_absent(field)) {
+        if ((err = ms_json_int32(field, p, 0, INT32_MAX, count, errbuf, errlen)) != MS_OK)
+            return err;
+        *has = true;
+    }
+    ms_jpath_pop(p, saved);
+    return MS_OK;
+}
+
 ms_err_t ms__tick_read(const ms__scenario_t *sc, const cJSON *item, size_t index, double prev_time,
                        ms__tick_t *t, char *errbuf, size_t errlen)
 {
@@ -227,13 +245,12 @@ ms_err_t ms__tick_read(const ms__scenario_t *sc, const cJSON *item, size_t index
     }
     ms_jpath_pop(p, saved);
 
-    saved = ms_jpath_push_key(p, "readyReplicas");
-    if (!ms_json_is_absent(field = child(item, "readyReplicas"))) {
-        if ((err = ms_json_int32(field, p, 0, INT32_MAX, &t->ready, errbuf, errlen)) != MS_OK)
-            return err;
-        t->has_ready = true;
-    }
-    ms_jpath_pop(p, saved);
+    if ((err = read_count(item, p, "readyReplicas", &t->has_ready, &t->ready, errbuf, errlen)) !=
+        MS_OK)
+        return err;
+    if ((err = read_count(item, p, "runningReplicas", &t->has_running, &t->running, errbuf,
+                          errlen)) != MS_OK)
+        return err;
 
     if (!ms_json_is_absent(field = child(item, "metrics"))) {
         saved = ms_jpath_push_key(p, "metrics");

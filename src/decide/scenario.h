@@ -30,6 +30,8 @@ typedef struct {
     int32_t current;
     bool has_ready;
     int32_t ready;
+    bool has_running;
+    int32_t running;
     ms_observation_t obs; /* metrics and signals; now/replicas set by the runner */
 } ms__tick_t;
 

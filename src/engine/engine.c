@@ -153,7 +153,18 @@ static int32_t metric_replicas(const ms_spec_t *spec, const ms_metric_spec_t *ms
     return ask_count(ask2);
 }
 
-/* Step 7: the smallest replica count any observed downstream allows. */
+/* Step 7's `starting`: replicas the target has whose pods are not running
+ * yet. They will each take perReplica of a downstream once they start, but
+ * its usage cannot show them yet. */
+static int32_t starting_replicas(const ms_observation_t *obs)
+{
+    if (!obs->running_replicas.known || obs->running_replicas.count >= obs->current_replicas)
+        return 0;
+    return obs->current_replicas - obs->running_replicas.count;
+}
+
+/* Step 7: the smallest replica count any observed downstream allows, with
+ * perReplica reserved for each starting replica. */
 static void downstream_cap(const ms_spec_t *spec, const ms_observation_t *obs, int32_t current,
                            ms_decision_t *d, int32_t *cap, int *binding)
 {
@@ -177,7 +188,9 @@ static void downstream_cap(const ms_spec_t *spec, const ms_observation_t *obs, i
         if (!usable(o->usage))
             continue;
         r->observed = true;
-        headroom = floor((ds->max_utilization * limit - o->usage.value) / ds->per_replica);
+        r->reserved = ds->per_replica * d->starting_replicas;
+        headroom = floor((ds->max_utilization * limit - o->usage.value - r->reserved) /
+                         ds->per_replica);
         allowed = (int64_t)current + ms__clamp_double(headroom);
         if (allowed < current) /* a guardrail only refuses growth */
             allowed = current;
@@ -210,6 +223,8 @@ static bool observation_valid(const ms_spec_t *spec, const ms_observation_t *obs
 {
     if (obs->current_replicas < 0 || obs->ready_replicas < 0 || !isfinite(obs->now))
         return false;
+    if (obs->running_replicas.known && obs->running_replicas.count < 0)
+        return false;
     for (size_t i = 0; i < spec->nmetrics; i++)
         if (obs->metric_pods[i].known && obs->metric_pods[i].count < 0)
             return false;
@@ -223,6 +238,8 @@ static void start_decision(const ms_spec_t *spec, const ms_engine_memory_t *mem,
     memset(d, 0, sizeof *d);
     d->current_replicas = obs->current_replicas;
     d->ready_replicas = obs->ready_replicas;
+    d->running_replicas = obs->running_replicas;
+    d->starting_replicas = starting_replicas(obs);
     d->nmetrics = spec->nmetrics;
     d->failures = mem->failures;
     for (size_t i = 0; i < spec->nmetrics; i++) {

@@ -40,6 +40,31 @@ static void explain_metrics(const ms_spec_t *spec, const ms_decision_t *d, ms_fi
     }
 }
 
+bool ms_decision_reservation(const ms_decision_t *d, size_t i, char *buf, size_t len)
+{
+    ms_fixbuf_t o;
+    bool one = d->starting_replicas == 1;
+
+    if (i >= d->ndownstreams || !(d->downstreams[i].reserved > 0))
+        return false;
+    ms_fixbuf_init(&o, buf, len);
+    ms_fixbuf_appendf(&o, "%d starting replica%s reserve%s %.4g flows", (int)d->starting_replicas,
+                      one ? "" : "s", one ? "s" : "", d->downstreams[i].reserved);
+    return true;
+}
+
+/* Step 7's cap that bound, and the replicas it reserved for, if any:
+ * "downstream edge allows only 5 (3 starting replicas reserve 75 flows)". */
+static void explain_bound_downstream(const char *name, const ms_decision_t *d, size_t i,
+                                     ms_fixbuf_t *o)
+{
+    char reserve[96];
+
+    ms_fixbuf_appendf(o, ", downstream %s allows only %d", name, (int)d->downstreams[i].allowed);
+    if (ms_decision_reservation(d, i, reserve, sizeof reserve))
+        ms_fixbuf_appendf(o, " (%s)", reserve);
+}
+
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *buf, size_t len)
 {
     ms_fixbuf_t o;
@@ -84,8 +109,7 @@ size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *
         if (!r->observed)
             ms_fixbuf_appendf(&o, ", downstream %s not observed", spec->downstreams[i].name);
         else if (r->bound)
-            ms_fixbuf_appendf(&o, ", downstream %s allows only %d", spec->downstreams[i].name,
-                              (int)r->allowed);
+            explain_bound_downstream(spec->downstreams[i].name, d, i, &o);
     }
 done:
     ms_fixbuf_appendf(&o, "; desired %d", (int)d->desired_replicas);

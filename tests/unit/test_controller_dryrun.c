@@ -89,6 +89,48 @@ static void test_table_row(void **state)
     ms_spec_cleanup(&f.spec);
 }
 
+/* A cap that binds with room reserved for pods not running yet says so
+ * (step 7): 4 replicas, 1 running, 25 flows each: (140 - 51 - 75) / 25 = 0. */
+static void test_table_reservation(void **state)
+{
+    const char *json = "{\"minReplicas\":2,\"maxReplicas\":40,\"metrics\":["
+                       "{\"name\":\"sidecar\",\"type\":\"SidecarConcurrency\","
+                       "\"sidecarConcurrency\":{\"proxy\":\"envoy\",\"limit\":100},"
+                       "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}],"
+                       "\"guardrails\":{\"downstream\":[{\"name\":\"edge\",\"usageQuery\":\"u\","
+                       "\"limit\":200,\"perReplica\":25}]}}";
+    cJSON *j = cJSON_Parse(json);
+    fixture_t f;
+    ms_jpath_t p;
+    ms_observation_t obs;
+    ms_dryrun_record_t r;
+    ms_buf_t out;
+    char err[256];
+
+    (void)state;
+    ms_spec_init(&f.spec);
+    ms_jpath_init(&p, "spec");
+    assert_int_equal(ms_spec_from_json(j, &p, true, &f.spec, err, sizeof err), MS_OK);
+    cJSON_Delete(j);
+    ms_engine_memory_init(&f.mem);
+    ms_observation_init(&obs);
+    obs.now = 1000;
+    obs.current_replicas = 4;
+    obs.ready_replicas = 1;
+    obs.running_replicas = (ms_pods_t){true, 1};
+    obs.metrics[0] = (ms_sample_t){true, 560}; /* asks 8 of the one Ready pod */
+    obs.downstreams[0].usage = (ms_sample_t){true, 51};
+    assert_int_equal(ms_engine_decide(&f.spec, &f.mem, &obs, &f.d), MS_OK);
+    r = record(&f);
+    ms_buf_init(&out, 4096);
+    assert_int_equal(ms_dryrun_format(MS_DRYRUN_TABLE, &r, &out), MS_OK);
+    assert_non_null(strstr(out.data, "      4 -> 4       DownstreamLimit"));
+    assert_non_null(strstr(out.data, "sidecar=560(asks 8) (edge allows 4: 3 starting replicas "
+                                     "reserve 75 flows)"));
+    ms_buf_cleanup(&out);
+    ms_spec_cleanup(&f.spec);
+}
+
 static void test_table_note_and_applied(void **state)
 {
     fixture_t f;
@@ -229,6 +271,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_row),
+        cmocka_unit_test(test_table_reservation),
         cmocka_unit_test(test_table_note_and_applied),
         cmocka_unit_test(test_json_line_has_decide_fields),
         cmocka_unit_test(test_beside_an_hpa),

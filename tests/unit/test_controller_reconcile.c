@@ -120,6 +120,14 @@ static void test_pods_only_when_needed(void **state)
                &spec);
     assert_true(ms__spec_needs_pods(&spec));
     ms_spec_cleanup(&spec);
+    /* AverageValue, but a downstream guardrail: its running pods (step 7) */
+    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}],"
+                         "\"guardrails\":{\"downstream\":[{\"name\":\"edge\",\"usageQuery\":\"u\","
+                         "\"limit\":200,\"perReplica\":25}]}}",
+               &spec);
+    assert_true(ms__spec_needs_pods(&spec));
+    ms_spec_cleanup(&spec);
 }
 
 /* readyReplicas: the Ready count, or current; for a spec of sidecar
@@ -158,11 +166,21 @@ static void test_decision_ready(void **state)
     ms_spec_cleanup(&mixed);
 }
 
-/* A pod as the informer delivers it, through the transform into the index. */
+/* A pod's JSON as the informer delivers it, through the transform into the index. */
+static void index_json(ms__pod_index_t *x, const char *json)
+{
+    cJSON *pod = cJSON_Parse(json);
+
+    assert_non_null(pod);
+    ms__pod_transform(NULL, pod);
+    ms__pod_index_notify(x, MS_KUBE_ADDED, pod, NULL);
+    cJSON_Delete(pod);
+}
+
+/* A Running pod, Ready or not, through the transform into the index. */
 static void index_pod(ms__pod_index_t *x, const char *name, const char *ready, const char *since)
 {
     char json[512];
-    cJSON *pod;
 
     snprintf(json, sizeof json,
              "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"labels\":{\"app\":\"api\"}},"
@@ -171,11 +189,7 @@ static void index_pod(ms__pod_index_t *x, const char *name, const char *ready, c
              "{\"type\":\"Ready\",\"status\":\"%s\"%s%s%s}]}}",
              name, ready, since ? ",\"lastTransitionTime\":\"" : "", since ? since : "",
              since ? "\"" : "");
-    pod = cJSON_Parse(json);
-    assert_non_null(pod);
-    ms__pod_transform(NULL, pod);
-    ms__pod_index_notify(x, MS_KUBE_ADDED, pod, NULL);
-    cJSON_Delete(pod);
+    index_json(x, json);
 }
 
 /* The index counts Ready pods and when the last of them turned Ready (its
@@ -207,6 +221,48 @@ static void test_pod_index_newest_ready(void **state)
     ms__pod_index_free(x);
 }
 
+/* A pod of phase `phase`, Ready or not, being deleted or not, through the
+ * transform into the index. */
+static void index_pod_phase(ms__pod_index_t *x, const char *name, const char *phase, bool ready,
+                            bool deleting)
+{
+    char json[512];
+
+    snprintf(json, sizeof json,
+             "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"labels\":{\"app\":\"api\"}%s},"
+             "\"status\":{\"phase\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+             name, deleting ? ",\"deletionTimestamp\":\"2026-12-01T10:00:00Z\"" : "", phase,
+             ready ? "True" : "False");
+    index_json(x, json);
+}
+
+/* runningReplicas (step 7): pods in phase Running and not terminating,
+ * Ready or not; Pending, finished and terminating pods are not. */
+static void test_pod_index_counts_running_pods(void **state)
+{
+    ms__pod_index_t *x = ms__pod_index_new();
+    ms_label_selector_t *sel = NULL;
+    ms__pod_count_t count;
+    char err[128];
+
+    (void)state;
+    assert_int_equal(ms_label_selector_parse("app=api", &sel, err, sizeof err), MS_OK);
+    index_pod_phase(x, "a", "Running", true, false);
+    index_pod_phase(x, "b", "Running", false, false); /* started, not Ready yet: running */
+    index_pod_phase(x, "c", "Pending", false, false);
+    index_pod_phase(x, "d", "Pending", false, false);
+    index_pod_phase(x, "e", "Running", true, true); /* terminating */
+    index_pod_phase(x, "f", "Succeeded", false, false);
+    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    assert_int_equal(count.running, 2);
+    assert_int_equal(count.ready, 1);
+    index_pod_phase(x, "c", "Running", false, false); /* c starts */
+    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    assert_int_equal(count.running, 3);
+    ms_label_selector_free(sel);
+    ms__pod_index_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_only_applied_scales_are_events),
         cmocka_unit_test(test_pods_only_when_needed),
         cmocka_unit_test(test_pod_index_newest_ready),
+        cmocka_unit_test(test_pod_index_counts_running_pods),
         cmocka_unit_test(test_decision_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

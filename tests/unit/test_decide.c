@@ -172,6 +172,38 @@ static void test_ready_replicas_may_exceed_current(void **state)
     collector_cleanup(&c);
 }
 
+/* runningReplicas (step 7) defaults to the tick's currentReplicas, the
+ * closed loop's included: nothing is reserved and the line does not carry
+ * it. Given, its starting replicas (current - running) reserve perReplica
+ * of the downstream: (0.7 x 1000 - 400 - 3 x 50) / 50 = 3 -> 7, against
+ * 4 + 6 = 10 without the reservation. */
+static void test_running_replicas_default_to_current(void **state)
+{
+    collector_t c = {0};
+    cJSON *line;
+
+    (void)state;
+    run_ok("{'spec': {'minReplicas': 1, 'maxReplicas': 40, 'metrics': [{'name': 'sidecar',"
+           " 'type': 'SidecarConcurrency', 'target': {'type': 'Utilization',"
+           " 'averageUtilization': 70}}], 'guardrails': {'downstream': [{'name': 'edge',"
+           " 'limit': 1000, 'perReplica': 50}]}}, 'ticks': ["
+           " {'time': 0, 'currentReplicas': 4, 'metrics': {'sidecar': 140},"
+           "  'signals': {'downstream': {'edge': {'usage': 400}}}},"
+           " {'time': 100, 'currentReplicas': 4, 'runningReplicas': 1, 'metrics': {'sidecar': 140},"
+           "  'signals': {'downstream': {'edge': {'usage': 400}}}}]}",
+           &c);
+    assert_int_equal(c.nlines, 2);
+    line = cJSON_Parse(c.lines[0]);
+    assert_null(cJSON_GetObjectItemCaseSensitive(line, "runningReplicas"));
+    cJSON_Delete(line);
+    assert_true(field(&c, 0, "desiredReplicas") == 8); /* asks 8, edge allows 10 */
+    assert_true(field(&c, 1, "runningReplicas") == 1);
+    assert_true(field(&c, 1, "desiredReplicas") == 7);
+    assert_reason(&c, 1, "DownstreamLimit");
+    assert_non_null(strstr(c.lines[1], "\"reserved\":150"));
+    collector_cleanup(&c);
+}
+
 /* ---- state ---- */
 
 static void test_state_recommendation_holds_a_scale_down(void **state)
@@ -365,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_omitted_current_replicas_is_the_previous_desired),
         cmocka_unit_test(test_ready_replicas_default_to_current),
         cmocka_unit_test(test_ready_replicas_may_exceed_current),
+        cmocka_unit_test(test_running_replicas_default_to_current),
         cmocka_unit_test(test_state_recommendation_holds_a_scale_down),
         cmocka_unit_test(test_state_recommendation_replaces_the_initial_one),
         cmocka_unit_test(test_state_scale_events_slow_a_scale_up),

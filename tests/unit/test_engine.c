@@ -928,6 +928,118 @@ static void unobserved_downstream_does_not_cap(void **state)
     ms_spec_cleanup(&s);
 }
 
+/* Step 7's reservation: replicas whose pods are not running yet
+ * (starting = current - running) each hold perReplica of every downstream,
+ * since its usage cannot show them yet. 8 replicas, 6 running: 2 starting.
+ * lb: (0.7 x 20000 - 12000 - 400 x 2) / 400 = 3 -> 11 (13 without);
+ * db: (0.5 x 200 - 60 - 10 x 2) / 10 = 2 -> 10 (12 without): db binds. */
+static ms_spec_t reserve_spec(void)
+{
+    ms_spec_t s;
+
+    spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
+    s.ndownstreams = 2;
+    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
+    s.downstreams[1] = (ms_downstream_spec_t){.name = "db", .per_replica = 10, .max_utilization = 0.5,
+                                              .has_limit = true, .limit = 200};
+    return s;
+}
+
+/* 8 replicas asking 23 (rate: 16), lb at 12000 of 20000, db at 60 of 200;
+ * `running` of the pods Running (negative: not known). */
+static ms_observation_t reserve_obs(int32_t running)
+{
+    ms_observation_t o = obs_at(0, 8, 200);
+
+    o.downstreams[0].usage = (ms_sample_t){true, 12000};
+    o.downstreams[0].limit = (ms_sample_t){true, 20000};
+    o.downstreams[1].usage = (ms_sample_t){true, 60};
+    if (running >= 0)
+        o.running_replicas = (ms_pods_t){true, running};
+    return o;
+}
+
+static void downstream_reserves_per_replica_for_starting_pods(void **state)
+{
+    ms_spec_t s = reserve_spec();
+    ms_decision_t d;
+    char line[1024];
+    (void)state;
+    d = decide_fresh(&s, reserve_obs(6));
+    assert_int_equal(d.starting_replicas, 2);
+    assert_true(d.downstreams[0].reserved == 800);
+    assert_true(d.downstreams[1].reserved == 20);
+    assert_int_equal(d.downstreams[0].allowed, 11);
+    assert_int_equal(d.downstreams[1].allowed, 10);
+    assert_true(d.downstreams[1].bound);
+    assert_false(d.downstreams[0].bound);
+    assert_int_equal(d.desired_replicas, 10);
+    assert_int_equal(d.reason, MS_REASON_DownstreamLimit);
+    ms_decision_explain(&s, &d, line, sizeof line);
+    assert_non_null(strstr(line, "downstream db allows only 10 (2 starting replicas reserve 20 flows)"));
+    ms_spec_cleanup(&s);
+}
+
+/* Nothing is reserved when the running count is not known (the default:
+ * current), equals current, or exceeds it (old pods of a rollout). */
+static void downstream_reserves_nothing_without_starting_pods(void **state)
+{
+    ms_spec_t s = reserve_spec();
+    const int32_t running[] = {-1, 8, 11};
+    (void)state;
+    for (size_t i = 0; i < sizeof running / sizeof running[0]; i++) {
+        ms_decision_t d = decide_fresh(&s, reserve_obs(running[i]));
+        char line[1024];
+
+        assert_int_equal(d.starting_replicas, 0);
+        assert_true(d.downstreams[0].reserved == 0);
+        assert_int_equal(d.downstreams[0].allowed, 13);
+        assert_int_equal(d.downstreams[1].allowed, 12);
+        assert_int_equal(d.desired_replicas, 12);
+        ms_decision_explain(&s, &d, line, sizeof line);
+        assert_null(strstr(line, "starting"));
+    }
+    ms_spec_cleanup(&s);
+}
+
+/* A reservation larger than the room allows no growth but never asks for
+ * fewer than current; one starting replica is told in the singular. */
+static void downstream_reservation_never_goes_below_current(void **state)
+{
+    ms_spec_t s = reserve_spec();
+    ms_decision_t d;
+    char line[1024];
+    (void)state;
+    d = decide_fresh(&s, reserve_obs(0)); /* lb: 2000 - 3200 < 0 */
+    assert_int_equal(d.starting_replicas, 8);
+    assert_int_equal(d.downstreams[0].allowed, 8);
+    assert_int_equal(d.downstreams[1].allowed, 8);
+    assert_int_equal(d.desired_replicas, 8);
+    assert_int_equal(d.reason, MS_REASON_DownstreamLimit);
+
+    d = decide_fresh(&s, reserve_obs(7)); /* lb: (2000 - 400) / 400 -> 12, db: 30 / 10 -> 11 */
+    assert_int_equal(d.downstreams[0].allowed, 12);
+    assert_int_equal(d.desired_replicas, 11);
+    ms_decision_explain(&s, &d, line, sizeof line);
+    assert_non_null(strstr(line, "allows only 11 (1 starting replica reserves 10 flows)"));
+    ms_spec_cleanup(&s);
+}
+
+static void negative_running_count_is_refused(void **state)
+{
+    ms_spec_t s = reserve_spec();
+    ms_engine_memory_t mem, before;
+    ms_observation_t o = reserve_obs(-1);
+    ms_decision_t d;
+    (void)state;
+    ms_engine_memory_init(&mem);
+    before = mem;
+    o.running_replicas = (ms_pods_t){true, -1};
+    assert_int_equal(ms_engine_decide(&s, &mem, &o, &d), MS_ERR_INVALID);
+    assert_memory_equal(&mem, &before, sizeof mem);
+    ms_spec_cleanup(&s);
+}
+
 /* ---- step 8 and the reason order ---- */
 
 static void every_change_is_a_signed_event(void **state)
@@ -1085,6 +1197,10 @@ int main(void)
         cmocka_unit_test(downstream_caps_scale_out),
         cmocka_unit_test(downstream_never_scales_down),
         cmocka_unit_test(unobserved_downstream_does_not_cap),
+        cmocka_unit_test(downstream_reserves_per_replica_for_starting_pods),
+        cmocka_unit_test(downstream_reserves_nothing_without_starting_pods),
+        cmocka_unit_test(downstream_reservation_never_goes_below_current),
+        cmocka_unit_test(negative_running_count_is_refused),
         cmocka_unit_test(every_change_is_a_signed_event),
         cmocka_unit_test(a_deferred_scale_is_stored_only_when_recorded),
         cmocka_unit_test(fallback_reason_yields_to_rate_limits),

@@ -529,6 +529,19 @@ static void test_scaling_limited_reasons(void **state)
     ms_spec_cleanup(&spec);
 }
 
+/* spec_guardrails' object at 4 replicas asking 8 (sidecar 140 for 70);
+ * edge-lb: 0.7 * 20000 - 13500 = 500 headroom, 400 per replica: 1 more. */
+static void edge_lb_nearly_full(ms_observation_t *obs)
+{
+    ms_observation_init(obs);
+    obs->now = 1000;
+    obs->current_replicas = 4;
+    obs->ready_replicas = 4;
+    obs->metrics[0] = (ms_sample_t){true, 140};
+    obs->downstreams[0].usage = (ms_sample_t){true, 13500};
+    obs->downstreams[0].limit = (ms_sample_t){true, 20000};
+}
+
 static void test_guardrail_conditions(void **state)
 {
     ms_spec_t spec;
@@ -542,14 +555,7 @@ static void test_guardrail_conditions(void **state)
     (void)state;
     load_spec(spec_guardrails, &spec);
     ms_engine_memory_init(&mem);
-    ms_observation_init(&obs);
-    obs.now = 1000;
-    obs.current_replicas = 4;
-    obs.ready_replicas = 4;
-    obs.metrics[0] = (ms_sample_t){true, 140};
-    /* edge-lb: 0.7 * 20000 - 13500 = 500 headroom, 400 per replica: 1 more. */
-    obs.downstreams[0].usage = (ms_sample_t){true, 13500};
-    obs.downstreams[0].limit = (ms_sample_t){true, 20000};
+    edge_lb_nearly_full(&obs);
     /* db-conns: not observed. */
     obs.retry_share = (ms_sample_t){true, 0.5};
     obs.saturation[0].admitted = (ms_sample_t){true, 900};
@@ -606,6 +612,22 @@ static void test_guardrail_conditions(void **state)
     assert_non_null(strstr(str(condition(st, "Saturated"), "message"),
                            "the correction waits for a window of the current pods: sidecar: a "
                            "pod turned Ready 2 s ago, inside the 60 s its rates read"));
+    cJSON_Delete(st);
+
+    /* Step 7's reservation shows when the cap it lowered binds: 3 of 4
+     * running: 500 - 400 reserved = 100, under one replica's 400: allowed 4
+     * (5 without it). */
+    ms_engine_memory_init(&mem);
+    edge_lb_nearly_full(&obs);
+    obs.running_replicas = (ms_pods_t){true, 3};
+    assert_int_equal(ms_engine_decide(&spec, &mem, &obs, &d), MS_OK);
+    input(&in, NULL, &spec, &d, T0);
+    st = build(&in, &changed);
+    expect_condition(st, "DownstreamLimited", "True", "DownstreamLimit", T0);
+    assert_string_equal(str(condition(st, "DownstreamLimited"), "message"),
+                        "scaling out further would push a downstream limit past its allowed "
+                        "utilization: edge-lb allows at most 4 replicas (1 starting replica "
+                        "reserves 400 flows), db-conns not observed");
     cJSON_Delete(st);
     ms_spec_cleanup(&spec);
 }

@@ -228,6 +228,12 @@ spec:
 YAML
 }
 
+# npods NS APP : how many pods labelled app=APP exist (a Deployment's, above).
+npods() { k get pods -n "$1" -l "app=$2" -o name 2>/dev/null | wc -l | tr -d ' '; }
+is_npods() { [[ "$(npods "$1" "$2")" == "$3" ]]; }
+# pod_names NS APP : their names, one a line.
+pod_names() { k get pods -n "$1" -l "app=$2" -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}'; }
+
 # jget NS RESOURCE NAME JSONPATH
 jget() { k get -n "$1" "$2" "$3" -o "jsonpath=$4" 2>/dev/null; }
 replicas() { jget "$1" deployment "$2" '{.spec.replicas}'; }

@@ -92,8 +92,6 @@ beh_pod_ready() {
   k patch -n "$1" pod "$2" --subresource=status --type=merge \
     -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"$when\"}]}}" >/dev/null
 }
-beh_npods() { k get pods -n "$1" -l "app=$2" -o name 2>/dev/null | wc -l | tr -d ' '; }
-beh_is_npods() { [[ "$(beh_npods "$1" "$2")" == "$3" ]]; }
 beh_is_decision() { # NS MAS "STATUS REASON" DESIRED
   cond_is "$1" "$2" Saturated "$3" && [[ "$(mas_desired "$1" "$2")" == "$4" ]]
 }
@@ -102,7 +100,7 @@ beh_settle() {
   new_ns bs || { fail "settle: namespace"; return; }
   local ns="$NS" pods t0 took
   deployment "$ns" st 3
-  wait_for 20 beh_is_npods "$ns" st 3 || { fail "settle: the Deployment has $(beh_npods "$ns" st) pods, not 3"; return; }
+  wait_for 20 is_npods "$ns" st 3 || { fail "settle: the Deployment has $(npods "$ns" st) pods, not 3"; return; }
   mapfile -t pods < <(k get pods -n "$ns" -l app=st -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}')
   beh_pod_ready "$ns" "${pods[0]}" 600 && beh_pod_ready "$ns" "${pods[1]}" 600 ||
     { fail "settle: could not mark pods Ready"; return; }
