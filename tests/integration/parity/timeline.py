@@ -276,8 +276,8 @@ def check(samples_path, log_path, phases_path, comparison_path, period, ns, name
     # Figures.
     down = next((p[0] for p in phases if p[1] == "down"), None)
     if down is not None:
-        h3 = next((ts for ts, _, new in changes if new == 3), None)
-        m3 = next((t for t, _, d, _ in mine if d == 3), None)
+        h3 = next((ts for ts, _, new in changes if new == 3 and ts >= down), None)
+        m3 = next((t for t, _, d, _ in mine if d == 3 and t >= down), None)
         print("     figures: %.0f s compared, %d MeshAutoscaler syncs, %d HPA changes; after the step "
               "down the HPA held for %s s, the MeshAutoscaler for %s s (window 60 s)" % (
                   end - start, len(mine), len(changes),
