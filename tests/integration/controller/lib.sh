@@ -1,16 +1,62 @@
 # lib.sh - the harness of the controller's end-to-end tests: checks and their
 # tally, the exporter whose series Prometheus scrapes, live controllers started
-# and stopped by PID, and small kubectl helpers. Sourced by run.sh.
+# and stopped by PID, and small kubectl helpers. Sourced by run.sh and by
+# ../parity/run.sh.
 #
 # Everything listens on 127.0.0.1 at free ports. Every process started here is
 # remembered in E2E_PIDS and stopped by PID (e2e_stop_all, from run.sh's trap).
 # Needs: KUBECTL, KUBECONFIG, PROMETHEUS_URL, PROMETHEUS_TARGETS_DIR,
 # MESHSCALER_E2E_STATE, MESHSCALER_E2E_RESTRICTED_KUBECONFIG, MS (the binary),
-# WORK (a scratch directory).
+# WORK (a scratch directory); use_environment and find_binary set all but WORK
+# (they need root, E2E_LOCAL and an abort function).
 
 E2E_PIDS=()
 passed=0
 failed=0
+
+# --- the environment and the binary (run.sh here and in ../parity) ----------------
+
+# use_environment [UP_FLAG]... : the e2e/local environment named by KUBECONFIG,
+# PROMETHEUS_URL and MESHSCALER_E2E_STATE when they are set (scripts/test.sh, or
+# after eval "$(e2e/local env)"), left up; otherwise `e2e/local up UP_FLAG...` in
+# $WORK/e2e-state, with OWN_ENV=1 (the caller's cleanup takes it down). Exports
+# what the helpers here read.
+use_environment() {
+  OWN_ENV=0
+  if [[ -n "${KUBECONFIG:-}" && -n "${PROMETHEUS_URL:-}" && -n "${MESHSCALER_E2E_STATE:-}" ]]; then
+    : "${KUBECTL:=$root/e2e/.bin/kubectl}"
+    : "${PROMETHEUS_TARGETS_DIR:=$MESHSCALER_E2E_STATE/prometheus/targets}"
+    : "${MESHSCALER_E2E_RESTRICTED_KUBECONFIG:=$MESHSCALER_E2E_STATE/restricted.kubeconfig}"
+  else
+    OWN_ENV=1
+    export MESHSCALER_E2E_STATE="$WORK/e2e-state"
+    "$E2E_LOCAL" up "$@" >"$WORK/e2e-up.log" 2>&1 || { tail -n 20 "$WORK/e2e-up.log"; abort "e2e/local up $*"; }
+    eval "$("$E2E_LOCAL" env)"
+  fi
+  export KUBECONFIG KUBECTL PROMETHEUS_URL MESHSCALER_E2E_STATE MESHSCALER_E2E_RESTRICTED_KUBECONFIG
+}
+
+# find_binary : MS, the meshscaler binary: $MS_BUILD_DIR/meshscaler, else
+# $MS_IT_BUILD/meshscaler (scripts/test.sh), else build-ctl-e2e (Sanitize) at
+# the top of the repo, built here; brought up to date when it is a Ninja tree.
+find_binary() {
+  local build
+  if [[ -n "${MS_BUILD_DIR:-}" ]]; then
+    build="$MS_BUILD_DIR"
+  elif [[ -n "${MS_IT_BUILD:-}" ]]; then
+    build="$MS_IT_BUILD"
+    [[ "$build" == /* ]] || build="$root/$build"
+  else
+    build="$root/build-ctl-e2e"
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize >"$WORK/cmake.log" 2>&1 ||
+      { tail -n 20 "$WORK/cmake.log"; abort "cmake"; }
+  fi
+  if [[ -f "$build/build.ninja" ]]; then
+    ninja -C "$build" meshscaler >"$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/build.log"; abort "build meshscaler"; }
+  fi
+  MS="$build/meshscaler"
+  [[ -x "$MS" ]] || abort "no binary at $MS"
+}
 
 # --- checks: one line each -----------------------------------------------------
 

@@ -57,36 +57,10 @@ trap 'exit 130' INT TERM
 
 abort() { fail "$*"; finish; exit 1; }
 
-# --- the environment -----------------------------------------------------------
-if [[ -n "${KUBECONFIG:-}" && -n "${PROMETHEUS_URL:-}" && -n "${MESHSCALER_E2E_STATE:-}" ]]; then
-  : "${KUBECTL:=$root/e2e/.bin/kubectl}"
-  : "${PROMETHEUS_TARGETS_DIR:=$MESHSCALER_E2E_STATE/prometheus/targets}"
-  : "${MESHSCALER_E2E_RESTRICTED_KUBECONFIG:=$MESHSCALER_E2E_STATE/restricted.kubeconfig}"
-else
-  OWN_ENV=1
-  export MESHSCALER_E2E_STATE="$WORK/e2e-state"
-  "$E2E_LOCAL" up --no-node >"$WORK/e2e-up.log" 2>&1 || { tail -n 20 "$WORK/e2e-up.log"; abort "e2e/local up"; }
-  eval "$("$E2E_LOCAL" env)"
-fi
-export KUBECONFIG KUBECTL PROMETHEUS_URL MESHSCALER_E2E_STATE
+# --- the environment and the binary -----------------------------------------------
+use_environment --no-node
 RESTRICTED="$MESHSCALER_E2E_RESTRICTED_KUBECONFIG"
-
-# --- the binary ------------------------------------------------------------------
-if [[ -n "${MS_BUILD_DIR:-}" ]]; then
-  build="$MS_BUILD_DIR"
-elif [[ -n "${MS_IT_BUILD:-}" ]]; then
-  build="$MS_IT_BUILD"
-  [[ "$build" == /* ]] || build="$root/$build"
-else
-  build="$root/build-ctl-e2e"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize >"$WORK/cmake.log" 2>&1 ||
-    { tail -n 20 "$WORK/cmake.log"; abort "cmake"; }
-fi
-if [[ -f "$build/build.ninja" ]]; then
-  ninja -C "$build" meshscaler >"$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/build.log"; abort "build meshscaler"; }
-fi
-MS="$build/meshscaler"
-[[ -x "$MS" ]] || abort "no binary at $MS"
+find_binary
 if ! "$MS" controller --help >"$WORK/help.txt" 2>&1; then
   abort "'$MS controller --help' fails: $(head -n 2 "$WORK/help.txt" | tr '\n' ' ')"
 fi
