@@ -45,7 +45,10 @@
 #        not-compiled  the build failed: reported apart, neither killed nor alive
 #        stale         (re-runs only) the mutated line is no longer in the source
 #  6. prints one line per survivor (file:line, the line before and after) and
-#     a table of killed/total per file. Results: build-mut/results.tsv.
+#     a table per file whose columns add up to the mutants run (killed by
+#     tests, by ASan/UBSan, by valgrind, timeout, survived, not compiled,
+#     stale). Results: build-mut/results.tsv (id, file, line, status,
+#     seconds, before, after, killer).
 #
 # Skipped lines (not mutated), by filtering before universalmutator sees
 # the file: comments are blanked (line numbers kept; universalmutator itself
@@ -127,6 +130,7 @@ VG_TEST_TIMEOUT=${MUT_VG_TEST_TIMEOUT:-300}
 SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 # scripts/test.sh's valgrind suite, with a log per process instead of an exit code
 # (cli_check runs meshscaler: a child's error must not hide behind its parent's exit).
+# shellcheck disable=SC2054 # the commas are valgrind's own list
 VG_CMD=(valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite,indirect)
 UM_VERSION=1.14.1
 FAST=${MUT_FAST:-'^(unit|scenario|invalid|cli)\.'}
