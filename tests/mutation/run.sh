@@ -31,11 +31,24 @@
 #        killed        a test failed
 #        timeout       the tests ran past MUT_TIMEOUT (or one test past
 #                      MUT_TEST_TIMEOUT): counted as killed
-#        survived      every fast test passed
+#        killed-san    (MUT_SANITIZE_SURVIVORS=1) every fast test passed in
+#                      the Debug build, but a fast test failed in the Sanitize
+#                      build (ASan + UBSan, run with scripts/test.sh's
+#                      ASAN_OPTIONS/UBSAN_OPTIONS): the killer column says
+#                      which test and what saw it (asan, lsan, ubsan, or
+#                      "test" for a plain failure of the -O1 build)
+#        killed-vg     (MUT_VALGRIND_SURVIVORS=1) passed both builds, but
+#                      valgrind (memcheck, leaks definite/indirect) reported
+#                      an error on one of the file's own tests (Debug build)
+#        survived      every fast test passed (and, with the options above,
+#                      neither the sanitizers nor valgrind saw anything)
 #        not-compiled  the build failed: reported apart, neither killed nor alive
 #        stale         (re-runs only) the mutated line is no longer in the source
 #  6. prints one line per survivor (file:line, the line before and after) and
-#     a table of killed/total per file. Results: build-mut/results.tsv.
+#     a table per file whose columns add up to the mutants run (killed by
+#     tests, by ASan/UBSan, by valgrind, timeout, survived, not compiled,
+#     stale). Results: build-mut/results.tsv (id, file, line, status,
+#     seconds, before, after, killer).
 #
 # Skipped lines (not mutated), by filtering before universalmutator sees
 # the file: comments are blanked (line numbers kept; universalmutator itself
@@ -55,6 +68,28 @@
 #                       of bounds or leak, at about twice the time; use a
 #                       separate MUT_DIR for it
 #   MUT_DIR=DIR         work directory (default <repo>/build-mut)
+#   MUT_SANITIZE_SURVIVORS=1  re-run each survivor of the Debug build's fast
+#                       tests in a Sanitize build of the same mutant
+#                       (build<k>-san; its own unmutated baseline first);
+#                       kills there are "killed-san", their own column
+#   MUT_VALGRIND_SURVIVORS=1  then run what still survives under valgrind:
+#                       the file's own tests (MUT_VG_TESTS, a ctest regex,
+#                       default the unit tests among them), Debug build,
+#                       children traced (the scenarios' meshscaler too)
+#   MUT_SAN_TESTS=first  in that re-check, only the file's own tests (see
+#                       first_tests below; for src/engine every engine unit
+#                       test and every scenario): about half the time of all
+#                       the fast tests (default all)
+#   MUT_LINES="FILE:LINE[,LINE...] ..."  only the mutants of these lines of
+#                       these files (every one of them, no sampling); the
+#                       other files given run as usual
+#   MUT_SAN_TIMEOUT=S   test time allowed per mutant in the Sanitize build
+#                       (default 3 x MUT_TIMEOUT); one test gets 3 x
+#                       MUT_TEST_TIMEOUT there
+#   MUT_VG_TIMEOUT=S, MUT_VG_TEST_TIMEOUT=S  the same under valgrind (default
+#                       900 and 300: memcheck is 20-50 times slower). A timeout
+#                       in either re-check leaves the mutant "survived" (noted
+#                       in the killer column)
 #   MUT_ONLY_SURVIVORS=1  re-run only the survivors of the last results.tsv,
 #                       with the same mutants (the old results are kept as
 #                       results.before.tsv); for checking new tests
@@ -86,6 +121,17 @@ SAMPLE=${MUT_SAMPLE:-0}
 SEED=${MUT_SEED:-1}
 TIMEOUT=${MUT_TIMEOUT:-60}
 TEST_TIMEOUT=${MUT_TEST_TIMEOUT:-20}
+SAN=${MUT_SANITIZE_SURVIVORS:-0}
+VG=${MUT_VALGRIND_SURVIVORS:-0}
+SAN_TIMEOUT=${MUT_SAN_TIMEOUT:-$((3 * TIMEOUT))}
+VG_TIMEOUT=${MUT_VG_TIMEOUT:-900}
+VG_TEST_TIMEOUT=${MUT_VG_TEST_TIMEOUT:-300}
+# The sanitizers' settings of scripts/test.sh's unit_and_scenarios suite.
+SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+# scripts/test.sh's valgrind suite, with a log per process instead of an exit code
+# (cli_check runs meshscaler: a child's error must not hide behind its parent's exit).
+# shellcheck disable=SC2054 # the commas are valgrind's own list
+VG_CMD=(valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite,indirect)
 UM_VERSION=1.14.1
 FAST=${MUT_FAST:-'^(unit|scenario|invalid|cli)\.'}
 DEFAULT_FILES=(src/engine/*.c src/prom/decode.c src/prom/tick.c src/controller/status.c
@@ -227,27 +273,41 @@ def targets(build, include, exclude):
                 t.add(r)
     print(' '.join(sorted(t)))
 
+def commands():
+    """name<TAB>shell-quoted command, one line per test."""
+    import shlex
+    d = json.load(sys.stdin)
+    for x in d['tests']:
+        if x.get('command'):
+            print(x['name'] + '\t' + ' '.join(shlex.quote(a) for a in x['command']))
+
 def table(results, title):
-    """killed/total per file; 'total' counts the mutants that compiled."""
+    """Per file: killed by the tests, by the sanitizers (Sanitize build),
+    by valgrind, timeouts (counted as killed), survived, not compiled,
+    stale; 'total' = the mutants that compiled and ran."""
+    cols = ['killed', 'killed-san', 'killed-vg', 'timeout', 'survived', 'not-compiled', 'stale']
     per = {}
     for l in open(results):
         f = l.rstrip('\n').split('\t')
         if len(f) < 4:
             continue
-        p = per.setdefault(f[1], {'killed': 0, 'timeout': 0, 'survived': 0, 'not-compiled': 0})
+        p = per.setdefault(f[1], dict.fromkeys(cols, 0))
         p[f[3]] = p.get(f[3], 0) + 1
     print(title)
-    print('%-28s %7s %7s %8s %8s %12s %7s' % ('file', 'killed', 'total', 'timeout', 'survived', 'not-compiled', 'score'))
-    tot = {'killed': 0, 'timeout': 0, 'survived': 0, 'not-compiled': 0}
+    print('%-28s %7s %6s %6s %7s %8s %6s %7s %6s %7s %7s' % ('file', 'tests', 'san', 'vg', 'timeout',
+          'survived', 'total', 'not-comp', 'stale', 'all', 'score'))
+    tot = dict.fromkeys(cols, 0)
     for name in sorted(per) + ['TOTAL']:
         p = tot if name == 'TOTAL' else per[name]
         if name != 'TOTAL':
             for k in tot:
-                tot[k] += p[k]
-        killed = p['killed'] + p['timeout']
+                tot[k] += p.get(k, 0)
+        killed = p['killed'] + p['killed-san'] + p['killed-vg'] + p['timeout']
         total = killed + p['survived']
         score = '%.1f%%' % (100.0 * killed / total) if total else '-'
-        print('%-28s %7d %7d %8d %8d %12d %7s' % (name, killed, total, p['timeout'], p['survived'], p['not-compiled'], score))
+        print('%-28s %7d %6d %6d %7d %8d %6d %7d %6d %7d %7s' % (name, p['killed'], p['killed-san'],
+              p['killed-vg'], p['timeout'], p['survived'], total, p['not-compiled'], p['stale'],
+              total + p['not-compiled'] + p['stale'], score))
 
 if __name__ == '__main__':
     cmd = sys.argv[1]
@@ -256,6 +316,7 @@ if __name__ == '__main__':
     elif cmd == 'rebase': rebase(*sys.argv[2:6])
     elif cmd == 'targets': targets(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else '')
     elif cmd == 'table': table(sys.argv[2], sys.argv[3])
+    elif cmd == 'commands': commands()
 PY
 py() { "$VENV/bin/python" "$PYHELP" "$@"; }
 
@@ -264,44 +325,56 @@ if [[ -d $REPO/../shared && ! -e $OUT/shared ]]; then
   ln -s "$(cd "$REPO/../shared" && pwd)" "$OUT/shared"
 fi
 
-prepare_worker() { # k
-  local k=$1 tree=$OUT/tree$1 build=$OUT/build$1 t0 t1
-  rm -rf "$tree"
-  mkdir -p "$tree"
-  # tar keeps mtimes: ninja rebuilds only what changed since the last run.
-  (cd "$REPO" && git ls-files -z -co --exclude-standard |
-     while IFS= read -r -d '' f; do [[ -f $f ]] && printf '%s\0' "$f"; done |
-     tar --null --no-recursion -T - -cf -) | tar -xf - -C "$tree"
+prepare_build() { # k build type [VAR=value...]: configure, build, baseline
+  local k=$1 tree=$OUT/tree$1 build=$2 type=$3 t0 t1
+  shift 3
   # A run that stopped with a mutant in place left its object behind.
   if [[ -f $build.dirty ]]; then
     rm -f "$build/CMakeFiles/meshscaler_core.dir/$(cat "$build.dirty").o"
     rm -f "$build.dirty"
   fi
-  cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${MUT_BUILD_TYPE:-Debug}" -DMS_WERROR=OFF \
+  cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DMS_WERROR=OFF \
     -DCMAKE_C_FLAGS=-Werror=return-type >"$build.log" 2>&1 ||
-    { cat "$build.log" >&2; log "configure failed"; return 1; }
+    { cat "$build.log" >&2; log "configure failed ($type)"; return 1; }
   # Everything once (ctest names a test's executable only once it exists),
   # then the map from tests to the executables they run.
-  ninja -C "$build" -j1 >"$build.log" 2>&1 || { tail -30 "$build.log" >&2; log "build failed unmutated"; return 1; }
+  ninja -C "$build" -j1 >"$build.log" 2>&1 || { tail -30 "$build.log" >&2; log "build failed unmutated ($type)"; return 1; }
   (cd "$build" && ctest --show-only=json-v1 -R "$FAST") >"$build.tests.json"
   ninja -C "$build" -t targets all >"$build/targets.txt"
   t0=$(date +%s%N)
   : >"$build.exclude"
-  if ! (cd "$build" && ctest -R "$FAST" --timeout "$TEST_TIMEOUT") >"$build.baseline.log" 2>&1; then
+  if ! (cd "$build" && env "$@" ctest -R "$FAST" --timeout "$TEST_TIMEOUT") >"$build.baseline.log" 2>&1; then
     # A test that fails unmutated (someone's work in progress in the tree)
     # can kill nothing: leave it out, and say so.
     local failed
     failed=$(sed -nE 's/^[[:space:]]+[0-9]+ - ([^ ]+) \(.*\)$/\1/p' "$build.baseline.log")
     if [[ -z $failed ]] || (($(wc -w <<<"$failed") > 3)); then
       grep -E '\*\*\*|Failed' "$build.baseline.log" >&2 || true
-      log "the fast tests fail without any mutant; fix that first"
+      log "the fast tests fail without any mutant ($type); fix that first"
       return 1
     fi
-    log "WARNING: failing without any mutant, left out of this run: $(echo $failed)"
+    log "WARNING: failing without any mutant ($type), left out of this run: $(echo $failed)"
     echo "^($(echo $failed | sed 's/ /|/g; s/\./\\./g'))\$" >"$build.exclude"
   fi
   t1=$(date +%s%N)
-  log "worker $k: unmutated fast tests pass in $(((t1 - t0) / 1000000)) ms"
+  log "worker $k: unmutated fast tests pass in $(((t1 - t0) / 1000000)) ms ($type)"
+}
+
+prepare_worker() { # k
+  local k=$1 tree=$OUT/tree$1
+  rm -rf "$tree"
+  mkdir -p "$tree"
+  # tar keeps mtimes: ninja rebuilds only what changed since the last run.
+  (cd "$REPO" && git ls-files -z -co --exclude-standard |
+     while IFS= read -r -d '' f; do [[ -f $f ]] && printf '%s\0' "$f"; done |
+     tar --null --no-recursion -T - -cf -) | tar -xf - -C "$tree"
+  prepare_build "$k" "$OUT/build$k" "${MUT_BUILD_TYPE:-Debug}" || return 1
+  if [[ $SAN == 1 ]]; then
+    prepare_build "$k" "$OUT/build$k-san" Sanitize "${SAN_ENV[@]}" || return 1
+  fi
+  if [[ $VG == 1 ]]; then
+    command -v valgrind >/dev/null || { log "MUT_VALGRIND_SURVIVORS=1 needs valgrind"; return 1; }
+  fi
 }
 
 for ((k = 0; k < JOBS; k++)); do prepare_worker "$k"; done
@@ -368,7 +441,11 @@ else
       { tail "$MUT/$key/mutate.log" >&2; log "mutate failed on $f"; exit 1; }
     py index "$MUT/$key/orig.c" "$MUT/$key/$(basename "$f")" "$MUT/$key/m" "$f" "$MUT/$key/index.tsv"
     n=$(wc -l <"$MUT/$key/index.tsv")
-    if ((SAMPLE > 0 && n > SAMPLE)); then
+    lines=$(for l in ${MUT_LINES:-}; do if [[ ${l%:*} == "$f" ]]; then echo "${l##*:}"; fi; done | tr ',' ' ')
+    if [[ -n $lines ]]; then
+      awk -F'\t' -v want=" $(echo $lines) " 'index(want, " " $3 " ")' "$MUT/$key/index.tsv" >>"$QUEUE"
+      log "$f: $n mutants, of which those of lines $(echo $lines): $(awk -F'\t' -v want=" $(echo $lines) " 'index(want, " " $3 " ")' "$MUT/$key/index.tsv" | wc -l)"
+    elif ((SAMPLE > 0 && n > SAMPLE)); then
       shuf -n "$SAMPLE" --random-source=<(yes "$SEED") "$MUT/$key/index.tsv" | sort -n >>"$QUEUE"
       log "$f: $n mutants, sampling $SAMPLE"
     else
@@ -392,18 +469,17 @@ first_tests() {
   esac
 }
 
-run_tests() { # build regex exclude budget -> prints status [test]
-  local build=$1 rx=$2 ex=$3 budget=$4 rc out base
+run_tests() { # build regex exclude budget test-timeout [VAR=value...] -> prints status [test]
+  local build=$1 rx=$2 ex=$3 budget=$4 ttime=$5 rc out base
+  shift 5
   out=$build.ctest.log
   base=$(cat "$build.exclude")
   if [[ -n ${MUT_EXCLUDE:-} ]]; then base=${base:+$base|}$MUT_EXCLUDE; fi
   if [[ -n $base ]]; then ex="${ex:+($ex)|}($base)"; fi
+  local args=(-R "$rx" --stop-on-failure --no-tests=ignore --output-on-failure --timeout "$ttime")
+  if [[ -n $ex ]]; then args+=(-E "$ex"); fi
   set +e
-  if [[ -n $ex ]]; then
-    (cd "$build" && timeout -k 5 "$budget" ctest -R "$rx" -E "$ex" --stop-on-failure --no-tests=ignore --timeout "$TEST_TIMEOUT") >"$out" 2>&1
-  else
-    (cd "$build" && timeout -k 5 "$budget" ctest -R "$rx" --stop-on-failure --no-tests=ignore --timeout "$TEST_TIMEOUT") >"$out" 2>&1
-  fi
+  (cd "$build" && timeout -k 5 "$budget" env "$@" ctest "${args[@]}") >"$out" 2>&1
   rc=$?
   set -e
   if ((rc == 0)); then
@@ -413,6 +489,61 @@ run_tests() { # build regex exclude budget -> prints status [test]
   else
     echo "killed $(grep -m1 -E '\*\*\*|Failed|Exception' "$out" | sed -E 's/.*#[0-9]+: ([^ ]+) .*/\1/')"
   fi
+}
+
+# What saw a failure in a Sanitize build's ctest log.
+san_kind() { # log
+  if grep -q 'ERROR: LeakSanitizer' "$1"; then echo lsan
+  elif grep -q 'ERROR: AddressSanitizer' "$1"; then echo asan
+  elif grep -qE 'runtime error:|UndefinedBehaviorSanitizer' "$1"; then echo ubsan
+  else echo test
+  fi
+}
+
+# Build the mutant (in place in the tree) in the Sanitize build and run the
+# fast tests there, the file's own first. Prints killed-san <test> <kind>,
+# or survived [note].
+recheck_sanitize() { # build first-regex targets1 targets2
+  local san=$1-san first=$2 t1=$3 t2=$4 res rel
+  rel=$(cat "$1.dirty")
+  echo "$rel" >"$san.dirty"
+  rm -f "$san/CMakeFiles/meshscaler_core.dir/$rel.o"
+  [[ ${MUT_SAN_TESTS:-all} == first ]] && t2=
+  if ! ninja -C "$san" -j1 $t1 $t2 >"$san.ninja.log" 2>&1; then
+    echo "survived san-not-compiled"
+    return
+  fi
+  res=$(run_tests "$san" "$first" "" "$SAN_TIMEOUT" "$((3 * TEST_TIMEOUT))" "${SAN_ENV[@]}")
+  if [[ $res == pass && ${MUT_SAN_TESTS:-all} != first ]]; then
+    res=$(run_tests "$san" "$FAST" "$first" "$SAN_TIMEOUT" "$((3 * TEST_TIMEOUT))" "${SAN_ENV[@]}")
+  fi
+  case $res in
+    pass) echo survived ;;
+    timeout*) echo "survived san-timeout:${res#timeout }" ;;
+    killed*) echo "killed-san ${res#killed } $(san_kind "$san.ctest.log")" ;;
+  esac
+}
+
+# Run the tests matching MUT_VG_TESTS among the file's own (Debug build, the
+# mutant in place) under valgrind. Prints killed-vg <test>, or survived [note].
+recheck_valgrind() { # build first-regex
+  local build=$1 first=$2 rx=${MUT_VG_TESTS:-'^unit\.'} name cmd vlog t0 budget=$VG_TIMEOUT rc
+  vlog=$build.vg
+  rm -rf "$vlog"
+  mkdir -p "$vlog"
+  t0=$(date +%s)
+  while IFS=$'\t' read -r name cmd; do
+    [[ $name =~ $first && $name =~ $rx ]] || continue
+    if [[ -s $build.exclude ]] && [[ $name =~ $(cat "$build.exclude") ]]; then continue; fi
+    if (($(date +%s) - t0 >= budget)); then echo "survived vg-timeout"; return; fi
+    set +e
+    (cd "$build" && eval "timeout -k 5 $VG_TEST_TIMEOUT ${VG_CMD[*]} --log-file=$vlog/$name.%p $cmd") >/dev/null 2>&1
+    rc=$?
+    set -e
+    if grep -qs . "$vlog/$name".*; then echo "killed-vg $name"; return; fi
+    if ((rc == 124 || rc == 137)); then echo "survived vg-timeout:$name"; return; fi
+  done < <(py commands <"$build.tests.json")
+  echo survived
 }
 
 worker() { # k
@@ -449,13 +580,13 @@ worker() { # k
     elif ! ninja -C "$build" -j1 $targets1 >"$build.ninja.log" 2>&1; then
       status=not-compiled
     else
-      res=$(run_tests "$build" "$first" "" "$TIMEOUT")
+      res=$(run_tests "$build" "$first" "" "$TIMEOUT" "$TEST_TIMEOUT")
       if [[ $res == pass ]]; then
         used=$(($(date +%s) - t0))
         if ! ninja -C "$build" -j1 $targets2 >"$build.ninja.log" 2>&1; then
           status=not-compiled
         else
-          res=$(run_tests "$build" "$FAST" "$first" "$((TIMEOUT > used + 5 ? TIMEOUT - used : 5))")
+          res=$(run_tests "$build" "$FAST" "$first" "$((TIMEOUT > used + 5 ? TIMEOUT - used : 5))" "$TEST_TIMEOUT")
         fi
       fi
       if [[ $status != not-compiled && $status != stale ]]; then
@@ -465,10 +596,25 @@ worker() { # k
           killed*) status=killed killer=${res#killed } ;;
         esac
       fi
+      # A survivor of the Debug build: the same mutant under the sanitizers,
+      # then valgrind (the mutant is still in place in the tree).
+      if [[ $status == survived && $SAN == 1 ]]; then
+        res=$(recheck_sanitize "$build" "$first" "$targets1" "$targets2")
+        status=${res%% *}
+        [[ $res == *' '* ]] && killer=${res#* }
+      fi
+      if [[ $status == survived && $VG == 1 ]]; then
+        res=$(recheck_valgrind "$build" "$first")
+        status=${res%% *}
+        [[ $res == *' '* ]] && killer="${killer:+$killer; }${res#* }"
+      fi
     fi
     cp "$build.orig" "$tree/$rel"
     touch "$tree/$rel"
     rm -f "$build/CMakeFiles/meshscaler_core.dir/$rel.o" "$build.dirty"
+    if [[ -f $build-san.dirty ]]; then
+      rm -f "$build-san/CMakeFiles/meshscaler_core.dir/$rel.o" "$build-san.dirty"
+    fi
     t1=$(date +%s)
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$rel" "$line" "$status" "$((t1 - t0))" \
       "$before" "$after" "$killer" >>"$RESULTS"
@@ -477,6 +623,20 @@ worker() { # k
     fi
   done <"$QUEUE"
 }
+
+if [[ $VG == 1 ]]; then
+  # The tests valgrind will run, once unmutated: a test that is not clean
+  # there would "kill" every mutant.
+  vg_first=$(for f in "${FILES[@]}"; do first_tests "$f"; done | sort -u | paste -sd'|')
+  for ((k = 0; k < JOBS; k++)); do
+    res=$(recheck_valgrind "$OUT/build$k" "$vg_first")
+    if [[ $res != survived ]]; then
+      log "valgrind on the unmutated tests: $res (logs: $OUT/build$k.vg); fix that first"
+      exit 1
+    fi
+    log "worker $k: unmutated tests clean under valgrind"
+  done
+fi
 
 START=$(date +%s)
 pids=()
@@ -497,7 +657,7 @@ if [[ ${MUT_ONLY_SURVIVORS:-0} == 1 ]]; then
   py table "$OUT/results.before.tsv" "== before (results.before.tsv) =="
   echo
 fi
-py table "$RESULTS" "== killed/total per file (timeouts count as killed; total = mutants that compiled) =="
+py table "$RESULTS" "== per file (tests = killed by a fast test, san = by ASan/UBSan, vg = by valgrind; timeouts count as killed; total = mutants that compiled; all = every mutant run) =="
 echo
 echo "ran $(wc -l <"$QUEUE") mutants in $((END - START)) s with $JOBS worker(s); results: $RESULTS"
 exit $rc
