@@ -509,10 +509,11 @@ def client_checks(arm, f, check):
 
 
 # Past this the client itself shapes the load (e2e/lab/README.md, max_start_lag_ms).
-# Clean runs on 2 cores measured 36-116 ms; a pause of the whole machine shows in
-# both arms at once (edge-flows, CI run of 2 December: 115.7 and 114.3 ms), which is
-# the machine, not a client behind. A client 300 ms late (279 ms measured) fails.
-MAX_LAG_MS = 250
+# Clean runs on 2 cores measured 36-161 ms, edge-flows the most (its pods start
+# while the client runs); a pause of the whole machine shows in both arms at once
+# (edge-flows, 2 December: 115.7 and 114.3 ms), which is the machine, not a client
+# behind. A client a second late fails (a replay with its lag set to 1,012 ms).
+MAX_LAG_MS = 500
 
 
 def keep_answers(path):
