@@ -232,20 +232,52 @@ static double time_left(void)
     return thread_deadline > 0 ? thread_deadline - ms_clock_monotonic() : 1e18;
 }
 
+/* See ms_kube_background_set(). */
+static _Thread_local bool thread_background;
+
+void ms_kube_background_set(bool background) { thread_background = background; }
+
+static void count_throttle(ms_kube_client_t *c, double wait)
+{
+    atomic_fetch_add(&c->n_throttled, 1);
+    atomic_fetch_add(&c->throttle_us, (unsigned long)(wait * 1e6));
+    if (wait > 1)
+        MS_LOG_DEBUG("client-side throttling", MS_D("wait_s", wait));
+}
+
+/* A background request asks for a token until one is there (it never
+ * reserves one ahead of the foreground's). */
+static bool throttle_background(ms_kube_client_t *c)
+{
+    double waited = 0, wait;
+
+    while ((wait = ms__kube_ratelimit_try_background(&c->limiter, ms_clock_monotonic())) > 0) {
+        if (wait >= time_left())
+            return false;
+        if (!ms__kube_sleep(wait, c->cancel))
+            return false;
+        waited += wait;
+    }
+    if (waited > 0)
+        count_throttle(c, waited);
+    return true;
+}
+
 /* Wait for the token bucket. False when cancelled, or when the wait would
  * pass the thread's deadline. */
 static bool throttle(ms_kube_client_t *c)
 {
-    double wait = ms__kube_ratelimit_reserve(&c->limiter, ms_clock_monotonic());
+    double wait;
+
+    if (thread_background)
+        return throttle_background(c);
+    wait = ms__kube_ratelimit_reserve(&c->limiter, ms_clock_monotonic());
 
     if (wait <= 0)
         return true;
     if (wait >= time_left())
         return false;
-    atomic_fetch_add(&c->n_throttled, 1);
-    atomic_fetch_add(&c->throttle_us, (unsigned long)(wait * 1e6));
-    if (wait > 1)
-        MS_LOG_DEBUG("client-side throttling", MS_D("wait_s", wait));
+    count_throttle(c, wait);
     return ms__kube_sleep(wait, c->cancel);
 }
 
