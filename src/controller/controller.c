@@ -27,8 +27,9 @@
  * Prometheus outage is not a wedged controller). */
 #define LIVENESS_PERIODS 3
 #define LIVENESS_FLOOR 60.0
-/* Events waiting to be written; more are dropped (and counted). */
-#define EVENT_QUEUE 1024
+/* Objects whose Events may wait to be written (one per object, type and
+ * reason: newer ones fold into it); more are dropped, counted and logged. */
+#define EVENT_QUEUE 16384
 /* Objects whose status patch may wait to be written, and the threads writing. */
 #define STATUS_QUEUE 16384
 #define STATUS_WRITERS 8
@@ -64,6 +65,18 @@ bool ms__may_write(ms_controller_t *c, const char *kind)
 }
 
 static bool may_send_event(void *ctx) { return ms__may_write(ctx, "event"); }
+
+/* The event queue's sender: the recorder, one Event or several folded. */
+static ms_err_t send_event(void *ctx, const ms_kube_object_ref_t *ref, const char *type,
+                           const char *reason, const char *message, int count, double wall,
+                           ms_kube_error_t *kerr)
+{
+    ms_kube_recorder_t *r = ctx;
+
+    if (count > 1)
+        return ms_kube_record_combined(r, ref, type, reason, message, count, wall, NULL, kerr);
+    return ms_kube_record(r, ref, type, reason, message, wall, NULL, kerr);
+}
 
 /* ---- watch handlers: mark due, keep the indexes ---- */
 
@@ -503,7 +516,8 @@ static ms_err_t start_server_and_writers(ms_controller_t *c, char *errbuf, size_
         return MS_ERR_IO;
     if (!c->cfg.dry_run)
         c->recorder = ms_kube_recorder_new(c->kube, "meshscaler", c->cfg.identity);
-    c->events = ms__event_queue_new(c->recorder, EVENT_QUEUE, may_send_event, c);
+    c->events = ms__event_queue_new(c->recorder != NULL ? send_event : NULL, c->recorder, EVENT_QUEUE,
+                                    may_send_event, c);
     if (!c->cfg.dry_run)
         c->status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
     return MS_OK;

@@ -292,16 +292,32 @@ void ms__target_index_each_mas(ms__target_index_t *x, const cJSON *obj,
 /* ---- events, sent off the sync path (events.c) ---- */
 
 typedef struct ms__event_queue ms__event_queue_t;
-/* A bounded queue (capacity entries; the same pending event is queued once)
- * and its sending thread. may_send(ctx) is asked right before each Event is
- * written (the lease). NULL recorder: everything is dropped (dry-run). */
-ms__event_queue_t *ms__event_queue_new(ms_kube_recorder_t *recorder, size_t capacity,
+/* Send one Event that stands for `count` (1: itself; more: folded into it,
+ * message the latest). The controller's records it (ms_kube_record, or
+ * ms_kube_record_combined past 1). */
+typedef ms_err_t (*ms__event_send_fn)(void *ctx, const ms_kube_object_ref_t *ref, const char *type,
+                                      const char *reason, const char *message, int count,
+                                      double wall, ms_kube_error_t *kerr);
+/* A bounded queue (capacity object/type/reason keys waiting; a newer Event
+ * of a waiting key folds into it) and its sending thread. may_send(ctx) is
+ * asked right before each Event is sent (the lease). NULL send: no thread,
+ * everything is ignored (dry-run). */
+ms__event_queue_t *ms__event_queue_new(ms__event_send_fn send, void *send_ctx, size_t capacity,
                                        bool (*may_send)(void *ctx), void *ctx);
 /* Stop the thread after sending what is queued, for at most `drain` seconds. */
 void ms__event_queue_free(ms__event_queue_t *q, double drain);
 void ms__event_queue_push(ms__event_queue_t *q, const ms_kube_object_ref_t *ref, const char *type,
                           const char *reason, const char *message, double wall);
-/* Events dropped because the queue was full or the lease was not valid. */
+/* Per reason, the Events dropped and the Events folded into a waiting one
+ * since the last call, to fn (may be NULL); and, when `period` seconds
+ * passed since the last such line (monotonic now), one log line with the
+ * drops since. */
+void ms__event_queue_take_counts(ms__event_queue_t *q, double now, double period,
+                                 void (*fn)(void *ctx, const char *reason, unsigned long dropped,
+                                            unsigned long combined),
+                                 void *ctx);
+/* Events dropped because the queue was full, the lease was not valid or the
+ * API server refused them; Events sent. Totals. */
 unsigned long ms__event_queue_dropped(ms__event_queue_t *q);
 unsigned long ms__event_queue_sent(ms__event_queue_t *q);
 
@@ -347,7 +363,8 @@ typedef struct {
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
     int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
     int stale_observations; /* counter: syncs observed again, their round's answers too old */
-    int events_dropped;  /* counter: events the full queue or an invalid lease dropped */
+    int events_dropped;  /* counter {reason}: events the full queue, an invalid lease or the API dropped */
+    int events_combined; /* counter {reason}: events folded into a waiting one of the same object */
     /* Per object, removed with it: */
     int metric_value;    /* gauge {namespace, name, metric}: effective value */
     int metric_target;   /* gauge {namespace, name, metric} */
@@ -398,7 +415,6 @@ struct ms_controller {
     ms_metrics_t *metrics;
     ms__families_t fam;
     ms_kube_stats_t last_stats;    /* what ms__metrics_refresh() already counted */
-    unsigned long last_events_dropped;
     unsigned long long last_prom_skipped;
     ms_server_t *server;
     struct ms__metrics_authorizer *metrics_auth; /* --metrics-secure; NULL when off */
