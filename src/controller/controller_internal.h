@@ -163,6 +163,8 @@ typedef struct ms__object {
 
     /* guarded by the table's lock */
     double due;                /* monotonic time of the next sync; 0: now */
+    double grid;               /* when its period's next round falls (round.c); a due
+                                  before it is an out-of-round sync; 0: none yet */
     bool deleted;              /* gone from the cache: free at the next round */
     bool busy;                 /* a worker syncs it now */
     ms__round_t *pending;      /* a round entry waiting for a worker, or NULL */

@@ -10,6 +10,14 @@
  * coming or going, or a new leadership makes objects due at once (a kick).
  * Only the leader observes; a follower keeps its caches and frees the state
  * of deleted objects.
+ *
+ * A sync out of the grid (a kick, an observation a worker found stale, a
+ * retry after a transient failure) never buys a tick of its own: the object
+ * joins the next round of the grid, or, when none comes first, one catch-up
+ * round that every early object shares, at most one per catch-up interval.
+ * When 10,000 objects move at once, their early syncs arrive one by one as
+ * the workers and the writers drain; each used to run a tick over the whole
+ * series set (issue 28: 8-13 ticks per 15 s instead of 1).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,6 +36,10 @@
 #define KICK_COALESCE 0.05
 /* How often the round thread returns the heap's free pages to the kernel. */
 #define TRIM_EVERY 60.0
+/* Early syncs share at most one catch-up round per --sync-period, and at
+ * least one per this many seconds (a pausing annotation at a 60 s period
+ * still acts within 15 s). */
+#define CATCHUP_MAX_INTERVAL 15.0
 
 ms__round_t *ms__round_retain(ms__round_t *r)
 {
@@ -121,8 +133,33 @@ void ms__kick(ms_controller_t *c, const char *key)
 typedef struct {
     char (*keys)[MS__KEY_MAX];
     size_t n, cap;
-    double next; /* the earliest due time of the objects not due now */
+    size_t on_grid;       /* of the n, those whose round of the grid came */
+    double next;          /* the earliest due time of the objects not due now */
+    double catchup_after; /* monotonic: when the next catch-up round may run */
 } due_t;
+
+/* Whether o (under the table's lock, due now) is due because its round of
+ * the grid came, rather than early. */
+static bool due_on_grid(const ms__object_t *o)
+{
+    return o->grid > 0 && o->due >= o->grid - 0.001;
+}
+
+/* A round of only early objects is a catch-up round: it runs when the last
+ * one is an interval old; until then they wait (for the next round of the
+ * grid, which they join, or for the interval). */
+static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_due)
+{
+    if (d->n == 0 || d->on_grid > 0 || all_due)
+        return;
+    if (now >= d->catchup_after) {
+        d->catchup_after = now + fmin(c->cfg.sync_period, CATCHUP_MAX_INTERVAL);
+        return;
+    }
+    d->n = 0;
+    if (d->catchup_after < d->next)
+        d->next = d->catchup_after;
+}
 
 static void add_due(due_t *d, const char *key)
 {
@@ -158,8 +195,11 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
         if (o->due <= now + 0.001) {
             if (acting) {
                 add_due(d, o->key);
-                if (o->due > 0 && o->due < INFINITY)
+                /* (an early object's wait for the next round is not lateness) */
+                if (due_on_grid(o) && o->due < INFINITY) {
+                    d->on_grid++;
                     ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, now - o->due);
+                }
             }
         } else if (o->due < d->next) {
             d->next = o->due;
@@ -176,6 +216,7 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
         ms__objects_free_locked(&c->objects, gone[i]);
     }
     pthread_mutex_unlock(&c->objects.lock);
+    hold_early(c, d, now, all_due);
     if (ngone == sizeof gone / sizeof gone[0])
         d->next = now; /* more to free */
     /* Liveness: keys a worker holds or that wait for one, or are due while
@@ -446,6 +487,7 @@ static void hand_out(ms_controller_t *c, ms__round_t *r)
             continue;
         /* An invalid spec waits for its next change (which kicks it). */
         o->due = e->stage == MS__ENTRY_INVALID ? INFINITY : r->now + ms__next_sync_delay(period, r->now);
+        o->grid = o->due;
         if (e->stage == MS__ENTRY_GONE) {
             o->deleted = true;
             continue;
@@ -498,6 +540,7 @@ void *ms__round_main(void *arg)
 
         c->was_leader = acting;
         due.n = 0;
+        due.on_grid = 0;
         collect(c, now, acting, all_due, &due);
         if (due.n > 0)
             run_round(c, &due, now, wall);
@@ -505,6 +548,7 @@ void *ms__round_main(void *arg)
             ms_heap_trim();
             trimmed = now;
         }
+        /* (after a round, at once: what fell due meanwhile) */
         next = due.n > 0 ? now : due.next;
     }
     free(due.keys);
