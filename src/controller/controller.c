@@ -516,8 +516,8 @@ static ms_err_t start_server_and_writers(ms_controller_t *c, char *errbuf, size_
         return MS_ERR_IO;
     if (!c->cfg.dry_run)
         c->recorder = ms_kube_recorder_new(c->kube, "meshscaler", c->cfg.identity);
-    c->events = ms__event_queue_new(c->recorder != NULL ? send_event : NULL, c->recorder, EVENT_QUEUE,
-                                    may_send_event, c);
+    c->events = ms__event_queue_new(c->recorder != NULL ? send_event : NULL, c->recorder,
+                                    EVENT_QUEUE, may_send_event, c);
     if (!c->cfg.dry_run)
         c->status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
     return MS_OK;

@@ -365,7 +365,7 @@ typedef struct {
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
     int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
     int stale_observations; /* counter: syncs observed again, their round's answers too old */
-    int events_dropped;  /* counter {reason}: events the full queue, an invalid lease or the API dropped */
+    int events_dropped;  /* counter {reason}: events a full queue, the lease or the API dropped */
     int events_combined; /* counter {reason}: events folded into a waiting one of the same object */
     /* Per object, removed with it: */
     int metric_value;    /* gauge {namespace, name, metric}: effective value */

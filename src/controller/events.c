@@ -125,8 +125,8 @@ static void *run(void *arg)
             count_drop(q, e->reason);
         } else if (q->send(q->send_ctx, &ref, e->type, e->reason, e->message, e->count, e->wall,
                            &kerr) != MS_OK) {
-            MS_LOG_WARN("cannot record an event", MS_S("object", e->name), MS_S("reason", e->reason),
-                        MS_S("error", kerr.message));
+            MS_LOG_WARN("cannot record an event", MS_S("object", e->name),
+                        MS_S("reason", e->reason), MS_S("error", kerr.message));
             pthread_mutex_lock(&q->lock);
             count_drop(q, e->reason);
         } else {
