@@ -132,17 +132,27 @@ void ms__kick(ms_controller_t *c, const char *key)
 
 typedef struct {
     char (*keys)[MS__KEY_MAX];
-    size_t n, cap;
+    double *late;         /* per key: seconds past its grid time; < 0: not on the grid */
+    size_t n, cap, late_cap;
     size_t on_grid;       /* of the n, those whose round of the grid came */
     double next;          /* the earliest due time of the objects not due now */
     double catchup_after; /* monotonic: when the next catch-up round may run */
+    double last_round;    /* monotonic: when the last round began */
 } due_t;
 
-/* Whether o (under the table's lock, due now) is due because its round of
- * the grid came, rather than early. */
-static bool due_on_grid(const ms__object_t *o)
+/* Whether o (under the table's lock, due now) is due at its grid time. */
+static bool due_at_grid(const ms__object_t *o)
 {
-    return o->grid > 0 && o->due >= o->grid - 0.001;
+    return o->grid > 0 && o->due >= o->grid - 0.001 && o->due < INFINITY;
+}
+
+/* Whether o's round of the grid is now: due at its grid time, and no round
+ * began since (one that did and could not take it, a worker holding it
+ * then, has gone: it waits like an early object, or every object that
+ * missed a round would bring a round of its own as its worker finished). */
+static bool round_is_now(const ms__object_t *o, double last_round)
+{
+    return due_at_grid(o) && o->due > last_round;
 }
 
 /* A round of only early objects is a catch-up round: it runs when the last
@@ -161,10 +171,22 @@ static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_
         d->next = d->catchup_after;
 }
 
-static void add_due(due_t *d, const char *key)
+static void add_due(due_t *d, const char *key, double late)
 {
     d->keys = ms_xgrow(d->keys, &d->cap, d->n + 1, sizeof *d->keys);
+    d->late = ms_xgrow(d->late, &d->late_cap, d->n + 1, sizeof *d->late);
+    d->late[d->n] = late;
     snprintf(d->keys[d->n++], MS__KEY_MAX, "%s", key);
+}
+
+/* How late the round that runs now takes the objects due at their grid
+ * time (an early object's wait is not lateness; a held one is counted when
+ * a round takes it). */
+static void observe_lateness(ms_controller_t *c, const due_t *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->late[i] >= 0)
+            ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, d->late[i]);
 }
 
 /* Free deleted objects nobody holds; collect the due ones (only when acting). */
@@ -194,12 +216,9 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
         }
         if (o->due <= now + 0.001) {
             if (acting) {
-                add_due(d, o->key);
-                /* (an early object's wait for the next round is not lateness) */
-                if (due_on_grid(o) && o->due < INFINITY) {
+                add_due(d, o->key, due_at_grid(o) ? now - o->due : -1);
+                if (round_is_now(o, d->last_round))
                     d->on_grid++;
-                    ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, now - o->due);
-                }
             }
         } else if (o->due < d->next) {
             d->next = o->due;
@@ -217,6 +236,7 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
     }
     pthread_mutex_unlock(&c->objects.lock);
     hold_early(c, d, now, all_due);
+    observe_lateness(c, d);
     if (ngone == sizeof gone / sizeof gone[0])
         d->next = now; /* more to free */
     /* Liveness: keys a worker holds or that wait for one, or are due while
@@ -542,8 +562,10 @@ void *ms__round_main(void *arg)
         due.n = 0;
         due.on_grid = 0;
         collect(c, now, acting, all_due, &due);
-        if (due.n > 0)
+        if (due.n > 0) {
+            due.last_round = now;
             run_round(c, &due, now, wall);
+        }
         if (now - trimmed > TRIM_EVERY) {
             ms_heap_trim();
             trimmed = now;
@@ -552,5 +574,6 @@ void *ms__round_main(void *arg)
         next = due.n > 0 ? now : due.next;
     }
     free(due.keys);
+    free(due.late);
     return NULL;
 }
