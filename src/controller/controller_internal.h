@@ -538,6 +538,18 @@ void ms__sync_key(ms_controller_t *c, const char *key);
  * than a fifth of a period. */
 double ms__next_sync_delay(double period, double now);
 
+/* Whether an object due at `due` (monotonic; 0: now) is due at its grid
+ * time `grid` (when its period's next round falls; 0: none yet), and
+ * whether that round is now: no round began since its grid time (one that
+ * did and skipped it, a worker holding it then, has gone). Otherwise it is
+ * early: a kick, a stale observation, a retry, a missed round (round.c). */
+bool ms__due_at_grid(double due, double grid);
+bool ms__grid_round_is_now(double due, double grid, double last_round);
+/* Whether the due objects run a round now: n due, on_grid of them whose
+ * round is now, all_due (a new leader); a round of early objects only is a
+ * catch-up round, which runs once `now` reaches catchup_after. */
+bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double catchup_after);
+
 /* Whether /healthz passes; the rule is told with its constants (LIVENESS_*)
  * in controller.c. Monotonic seconds: due_since, since when keys have been
  * due (0: none); progress, the last finished round or sync; now. */

@@ -140,35 +140,39 @@ typedef struct {
     double last_round;    /* monotonic: when the last round began */
 } due_t;
 
-/* Whether o (under the table's lock, due now) is due at its grid time. */
-static bool due_at_grid(const ms__object_t *o)
+bool ms__due_at_grid(double due, double grid)
 {
-    return o->grid > 0 && o->due >= o->grid - 0.001 && o->due < INFINITY;
+    return grid > 0 && due >= grid - 0.001 && due < INFINITY;
 }
 
-/* Whether o's round of the grid is now: due at its grid time, and no round
- * began since (one that did and could not take it, a worker holding it
- * then, has gone: it waits like an early object, or every object that
- * missed a round would bring a round of its own as its worker finished). */
-static bool round_is_now(const ms__object_t *o, double last_round)
+/* (An object that missed its round waits like an early one: otherwise
+ * every object a worker held through its round would bring a round of its
+ * own as its worker let it go.) */
+bool ms__grid_round_is_now(double due, double grid, double last_round)
 {
-    return due_at_grid(o) && o->due > last_round;
+    return ms__due_at_grid(due, grid) && due > last_round;
 }
 
-/* A round of only early objects is a catch-up round: it runs when the last
- * one is an interval old; until then they wait (for the next round of the
- * grid, which they join, or for the interval). */
+bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double catchup_after)
+{
+    return n > 0 && (on_grid > 0 || all_due || now >= catchup_after);
+}
+
+/* Early objects only, and the last catch-up round less than an interval
+ * ago: they wait (for the next round of the grid, which they join, or for
+ * the interval). */
 static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_due)
 {
-    if (d->n == 0 || d->on_grid > 0 || all_due)
+    if (d->n == 0)
         return;
-    if (now >= d->catchup_after) {
-        d->catchup_after = now + fmin(c->cfg.sync_period, CATCHUP_MAX_INTERVAL);
+    if (!ms__round_runs(d->n, d->on_grid, all_due, now, d->catchup_after)) {
+        d->n = 0;
+        if (d->catchup_after < d->next)
+            d->next = d->catchup_after;
         return;
     }
-    d->n = 0;
-    if (d->catchup_after < d->next)
-        d->next = d->catchup_after;
+    if (d->on_grid == 0 && !all_due) /* a catch-up round */
+        d->catchup_after = now + fmin(c->cfg.sync_period, CATCHUP_MAX_INTERVAL);
 }
 
 static void add_due(due_t *d, const char *key, double late)
@@ -216,8 +220,8 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
         }
         if (o->due <= now + 0.001) {
             if (acting) {
-                add_due(d, o->key, due_at_grid(o) ? now - o->due : -1);
-                if (round_is_now(o, d->last_round))
+                add_due(d, o->key, ms__due_at_grid(o->due, o->grid) ? now - o->due : -1);
+                if (ms__grid_round_is_now(o->due, o->grid, d->last_round))
                     d->on_grid++;
             }
         } else if (o->due < d->next) {
