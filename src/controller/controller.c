@@ -531,6 +531,12 @@ static ms_err_t main_loop(ms_controller_t *c, const atomic_bool *stop, char *err
                         MS_D("seconds", now - started));
             if ((err = start_workers(c, errbuf, errlen)) != MS_OK)
                 return err;
+            /* Only now: a replica whose caches never sync (a list that
+             * fails on every try) must not hold the Lease and keep a
+             * replica that can decide from taking it. */
+            if (c->cfg.leader_elect && !c->cfg.dry_run &&
+                (err = start_elector(c, errbuf, errlen)) != MS_OK)
+                return err;
             atomic_store(&c->progress, (uint_fast64_t)(now * 1000));
             atomic_store(&c->ready, true);
         }
@@ -605,9 +611,6 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
         goto out;
     if (c->cfg.leader_elect && c->cfg.dry_run)
         MS_LOG_INFO("dry-run takes no lease: --leader-elect ignored");
-    if (c->cfg.leader_elect && !c->cfg.dry_run &&
-        (err = start_elector(c, errbuf, errlen)) != MS_OK)
-        goto out;
     MS_LOG_INFO("controller started", MS_S("namespace", c->cfg.namespace_ ? c->cfg.namespace_ : "*"),
                 MS_D("sync_period", c->cfg.sync_period), MS_I("workers", c->cfg.concurrent_syncs),
                 MS_S("dry_run", c->cfg.dry_run ? "true" : "false"),
