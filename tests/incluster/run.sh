@@ -176,16 +176,17 @@ ep = yaml.safe_load(sys.stdin)["spec"]["endpoints"][0]; print(json.dumps([ep.get
 want_tls="$(python3 -c 'import json, sys; print(json.dumps(["https", {"ca": {"secret": {"key": "ca.crt", "name": sys.argv[1]}}, "serverName": sys.argv[2]}], sort_keys=True))' "$FULL-metrics-tls" "$SVCNAME")"
 check "the ServiceMonitor of these values verifies the same way (https, ca.crt of $FULL-metrics-tls, serverName $SVCNAME)" test "$sm_tls" = "$want_tls"
 
-# leader_of POD: its meshscaler_leader gauge: through the scraper while /metrics is
-# secure, else through the API server's pod proxy.
-leader_of() {
+# metrics_of POD: its /metrics: through the scraper while /metrics is secure, else
+# through the API server's pod proxy.
+metrics_of() {
   if [ "$METRICS" = secure ]; then
-    [ "$(scrape "$(pod_ip "$1")" "$SVCNAME" -)" = "200 0" ] &&
-      k exec -n "$NS" scraper -- cat /tmp/metrics 2>/dev/null | awk '$1 == "meshscaler_leader" {print $2}'
+    [ "$(scrape "$(pod_ip "$1")" "$SVCNAME" -)" = "200 0" ] && k exec -n "$NS" scraper -- cat /tmp/metrics 2>/dev/null
   else
-    k get --raw "/api/v1/namespaces/$NS/pods/$1:8080/proxy/metrics" 2>/dev/null | awk '$1 == "meshscaler_leader" {print $2}'
+    k get --raw "/api/v1/namespaces/$NS/pods/$1:8080/proxy/metrics" 2>/dev/null
   fi
 }
+# leader_of POD: its meshscaler_leader gauge.
+leader_of() { metrics_of "$1" | awk '$1 == "meshscaler_leader" {print $2}'; }
 one_leader() {
   local p n=0 seen=0
   for p in $(pods); do
@@ -274,7 +275,7 @@ check "the new pods become Ready" eventually 60 app_ready "$(jget "$APPNS" deplo
 
 # --- the series of the dashboard and the alerts ------------------------------------------
 leader_pod() { local p; for p in $(pods); do [ "$(leader_of "$p")" = 1 ] && { echo "$p"; return 0; }; done; return 1; }
-k get --raw "/api/v1/namespaces/$NS/pods/$(leader_pod):8080/proxy/metrics" > "$WORK/metrics.txt" 2>/dev/null
+metrics_of "$(leader_pod)" > "$WORK/metrics.txt"
 missing=""
 while read -r series; do
   [ -n "$series" ] && ! grep -q "^# TYPE $series " "$WORK/metrics.txt" && missing+="$series "
