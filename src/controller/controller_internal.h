@@ -413,7 +413,9 @@ struct ms_controller {
     ms_kube_recorder_t *recorder;  /* NULL in dry-run */
     ms__event_queue_t *events;
     ms__status_writer_t *status_writer; /* NULL in dry-run */
-    ms_kube_elector_t *elector;    /* NULL without --leader-elect */
+    /* NULL without --leader-elect, and until the caches synced (set by the
+     * main loop while other threads read it: atomic). */
+    ms_kube_elector_t *_Atomic elector;
     ms_metrics_t *metrics;
     ms__families_t fam;
     ms_kube_stats_t last_stats;    /* what ms__metrics_refresh() already counted */

@@ -384,9 +384,11 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
     }
 }
 
-ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *path,
-                         const char *content_type, const char *body, size_t body_len,
-                         cJSON **out, ms_kube_error_t *kerr)
+/* ms_kube_request with the response body read under max_body bytes (0:
+ * MS_HTTP_DEFAULT_MAX_BODY). */
+static ms_err_t request_capped(ms_kube_client_t *c, const char *method, const char *path,
+                               const char *content_type, const char *body, size_t body_len,
+                               size_t max_body, cJSON **out, ms_kube_error_t *kerr)
 {
     ms__kube_call_t call;
     ms_http_response_t resp;
@@ -400,7 +402,7 @@ ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *pa
     call.content_type = content_type;
     call.body = body;
     call.body_len = body_len;
-    ms_http_response_init(&resp, 0);
+    ms_http_response_init(&resp, max_body);
     err = ms__kube_do(c, &call, &resp, kerr);
     if (err == MS_OK && out != NULL) {
         *out = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
@@ -412,9 +414,22 @@ ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *pa
     return err;
 }
 
+ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         cJSON **out, ms_kube_error_t *kerr)
+{
+    return request_capped(c, method, path, content_type, body, body_len, 0, out, kerr);
+}
+
 ms_err_t ms_kube_get(ms_kube_client_t *c, const char *path, cJSON **out, ms_kube_error_t *kerr)
 {
-    return ms_kube_request(c, "GET", path, NULL, NULL, 0, out, kerr);
+    return request_capped(c, "GET", path, NULL, NULL, 0, 0, out, kerr);
+}
+
+ms_err_t ms__kube_get_capped(ms_kube_client_t *c, const char *path, size_t max_body, cJSON **out,
+                             ms_kube_error_t *kerr)
+{
+    return request_capped(c, "GET", path, NULL, NULL, 0, max_body, out, kerr);
 }
 
 static ms_err_t send_json(ms_kube_client_t *c, const char *method, const char *path,
