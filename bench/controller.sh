@@ -60,7 +60,8 @@
 # its pod informer, ready counts and two user queries per object run. The HPA keeps
 # its External AverageValue 50 (the same desired count at 1 pod each).
 #
-# Mode masschange (needs BENCH_PODS=1; alone in MODES, on a fresh environment): before
+# Mode masschange (needs BENCH_PODS=1; alone in MODES, on a fresh environment; no
+# saturation entry unless BENCH_SATURATION=1, as in issue 28's workload): before
 # meshscaler starts, every even Deployment's pods report 80 of 100 sessions (Utilization
 # 80% against 50: each asks one more replica), and meshscaler starts live on objects
 # never decided; every 15 s from its start (WINDOWS periods) it prints decisions,
@@ -87,6 +88,9 @@ LATENCY_TIMEOUT="${BENCH_LATENCY_TIMEOUT:-120}"
 # The HPA controller's sync period said out loud (15 s is also its default).
 export MESHSCALER_E2E_KCM_ARGS="--horizontal-pod-autoscaler-sync-period=15s ${BENCH_KCM_ARGS---kube-api-qps=300 --kube-api-burst=600}"
 PODS="${BENCH_PODS:-}"
+# The saturation entry (BENCH_PODS): on, but off for masschange (issue 28's workload is
+# the one SidecarConcurrency metric) unless BENCH_SATURATION=1; BENCH_SATURATION=0 drops it.
+if [[ " $MODES " == *" masschange "* ]]; then SATURATION="${BENCH_SATURATION:-0}"; else SATURATION="${BENCH_SATURATION:-1}"; fi
 PIDS=()
 
 cleanup() {
@@ -192,9 +196,9 @@ nns=$(( (N + 99) / 100 ))
 say "creating $N Deployments and MeshAutoscalers in $nns namespaces ..."
 t0=$SECONDS
 mkdir -p "$work/exp"
-python3 - "$N" "$work" "$PODS" <<'PY'
+python3 - "$N" "$work" "$PODS" "$SATURATION" <<'PY'
 import sys
-n, work, pods = int(sys.argv[1]), sys.argv[2], sys.argv[3] != ""
+n, work, pods, saturation = int(sys.argv[1]), sys.argv[2], sys.argv[3] != "", sys.argv[4] == "1"
 nns = (n + 99) // 100
 paused = "" if pods else "\n  paused: true"
 if pods:
@@ -205,12 +209,12 @@ if pods:
     type: SidecarConcurrency
     sidecarConcurrency: {proxy: haproxy}
     target: {type: Utilization, averageUtilization: 50}
-  guardrails:
+""" + ("""  guardrails:
     saturation:
     - metric: sidecar
       rejectedQuery: 'sum(rate(haproxy_backend_connection_errors_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[1m]))'
       admittedQuery: 'sum(rate(haproxy_server_sessions_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[1m]))'
-"""
+""" if saturation else "")
 else:
     spec_metrics = """  metrics:
   - name: sidecar
@@ -459,8 +463,10 @@ run_mode() {
   if [[ "$mode" == live ]]; then
     # The first status of every object goes out at the client's rate limit
     # (--kube-api-qps); "at rest" begins when the writers' queue is empty.
+    # At most BENCH_DRAIN_WAIT s (default 300): a queue that does not drain is a
+    # figure too (printed below), not a reason to wait forever.
     local t_drain=$SECONDS
-    for _ in $(seq 1 1200); do
+    while [ $((SECONDS - t_drain)) -lt "${BENCH_DRAIN_WAIT:-300}" ]; do
       ctl_scrape
       [ "$(ctl_metric meshscaler_status_writes_queued)" = 0 ] && break
       sleep 1
@@ -527,12 +533,13 @@ ctl_labels() {
       sub(".*[{,]" l "=\"", "", v); sub(/".*/, "", v); s[v] += $NF
     } END { for (x in s) print x, s[x] }' "$work/ctl.txt" | sort
 }
-# scaled_log T0: "count last" of the controller's "scaled" lines (one per scale write
-# that landed; its own time stamp), last = seconds after T0 (epoch) of the latest. T0 is
+# scaled_log T0 T1: "count last" of the controller's "scaled" lines (one per scale write
+# that landed; its own time stamp) up to T1 (the period's end), last = seconds after T0
+# (epoch) of the latest. T0 is
 # when the caches synced: the first round, which decides every object that asks for
 # more, begins then (its decisions are made within "every object decided once").
 scaled_log() {
-  python3 - "$work/masschange.err" "$1" <<'PY'
+  python3 - "$work/masschange.err" "$1" "$2" <<'PY'
 import json, sys, datetime
 n, last = 0, None
 for line in open(sys.argv[1], errors="replace"):
@@ -543,6 +550,8 @@ for line in open(sys.argv[1], errors="replace"):
     except ValueError:
         continue
     t = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+    if t > float(sys.argv[3]):
+        continue
     n += 1
     last = t if last is None or t > last else last
 print(n, "-" if last is None else f"{last - float(sys.argv[2]):.1f}")
@@ -571,6 +580,7 @@ run_masschange() {
   cp_cpu >"$work/cpc.0"
   ctl_labels meshscaler_kube_client_requests_total verb >"$work/verbs.0"
   ctl_labels meshscaler_kube_requests_total operation >"$work/ops.0"
+  : >"$work/reasons.0"
   local d0=0 r0=0 w0=0 e0=0 mq0=0
   "$meshscaler_bin" controller --kubeconfig "$KUBECONFIG" --prometheus-url "$PROMETHEUS_URL" \
     --sync-period 15s --metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$hport" \
@@ -578,33 +588,38 @@ run_masschange() {
   pid=$!
   PIDS+=("$pid")
   t_start=$(date +%s.%N)
+  local t_prev=$t_start t_now
   for w in $(seq 1 "$WINDOWS"); do
     # Until the first round is whole, /metrics is read every second (that costs the
-    # controller a little CPU in the first window); then once per period.
-    while python3 -c "import sys, time; sys.exit(0 if time.time() < $t_start + 15 * $w - 0.05 else 1)"; do
+    # controller a little CPU in the first window); then once per period. A period ends
+    # 15 s after the previous one was read (reading takes seconds on a loaded machine);
+    # its real span is printed.
+    while python3 -c "import sys, time; sys.exit(0 if time.time() < $t_prev + 15 - 0.05 else 1)"; do
       if [ -z "$t_first" ]; then
         [ -n "$t_synced" ] || ! curl -sf "http://127.0.0.1:$hport/readyz" >/dev/null || t_synced=$(date +%s.%N)
         ctl_scrape
         [ "$(ctl_metric meshscaler_decisions_total)" -ge "$N" ] 2>/dev/null && t_first=$(date +%s.%N)
         sleep 1
       else
-        sleep "$(python3 -c "print(max(0.0, $t_start + 15 * $w - __import__('time').time()))")"
+        sleep "$(python3 -c "print(max(0.0, $t_prev + 15 - __import__('time').time()))")"
       fi
     done
     local d1 r1 w1 e1 mq1 queued scaled
     ctl_scrape
+    t_now=$(date +%s.%N)
     read -r q1 qs1 < <(prom_query_stats)
     c1=$(cpu_seconds "$pid")
     api_metrics >"$api1"
     cp_cpu >"$work/cpc.1"
     ctl_labels meshscaler_kube_client_requests_total verb >"$work/verbs.1"
     ctl_labels meshscaler_kube_requests_total operation >"$work/ops.1"
+    ctl_reasons >"$work/reasons.1"
     d1=$(ctl_metric meshscaler_decisions_total); r1=$(ctl_metric meshscaler_round_duration_seconds_count)
     w1=$(ctl_metric meshscaler_scales_total); e1=$(ctl_metric meshscaler_events_dropped_total)
     mq1=$(ctl_metric meshscaler_prometheus_queries_total); queued=$(ctl_metric meshscaler_status_writes_queued)
-    scaled=$(scaled_log "${t_synced:-$t_start}")
+    scaled=$(scaled_log "${t_synced:-$t_start}" "$t_now")
     python3 - "$w" "$d0" "$d1" "$r0" "$r1" "$q0" "$q1" "$qs0" "$qs1" "$c0" "$c1" "$w0" "$w1" "$e0" "$e1" "$mq0" "$mq1" \
-      "$(rss_mib "$pid")" "$scaled" "$half" "$queued" "$t_start" "${t_synced:-}" "${t_first:-}" <<'PY'
+      "$(rss_mib "$pid")" "$scaled" "$half" "$queued" "$t_start" "${t_synced:-}" "${t_first:-}" "$t_prev" "$t_now" <<'PY'
 import sys
 a = sys.argv
 w = a[1]
@@ -616,19 +631,21 @@ extra = ""
 if w == "1":
     extra = (f"; caches synced {float(t_synced) - t_start:.1f} s after start" if t_synced else "") + \
             (f", every object decided once {float(t_first) - t_start:.1f} s after start" if t_first else ", not every object decided yet")
-print(f"  period {w} ({15 * int(w) - 15}-{15 * int(w)} s){extra}: {d:.0f} decisions in {r:.0f} rounds, "
+span = f"{float(a[25]) - t_start:.1f}-{float(a[26]) - t_start:.1f} s"
+print(f"  period {w} ({span}){extra}: {d:.0f} decisions in {r:.0f} rounds, "
       f"Prometheus queries {q:.0f} ({qs:.2f} s of evaluation; meshscaler sent {mq:.0f}), controller CPU {c:.2f} s, RSS {a[18]}, "
       f"scale writes {wr:.0f} (landed so far {n_scaled} of {a[20]}; the last {last} s after the first round began), "
       f"status writes queued {float(a[21]):.0f}, Events dropped {ev:.0f}")
 PY
+    say "     decisions by reason: $(diff_api <(sed 's/^/r /' "$work/reasons.0") <(sed 's/^/r /' "$work/reasons.1") | sed 's/r //g')"
     say "     meshscaler's requests by verb: $(diff_api <(sed 's/^/r /' "$work/verbs.0") <(sed 's/^/r /' "$work/verbs.1") | sed 's/r //g')"
     say "     by operation: $(diff_api <(sed 's/^/r /' "$work/ops.0") <(sed 's/^/r /' "$work/ops.1") | sed 's/r //g')"
     say "     API server (all clients): deployments/scale PUT $(api_count "$api0" "$api1" PUT deployments/scale) PATCH $(api_count "$api0" "$api1" PATCH deployments/scale);" \
       "meshautoscalers/status PATCH $(api_count "$api0" "$api1" PATCH meshautoscalers/status) PUT $(api_count "$api0" "$api1" PUT meshautoscalers/status);" \
       "events POST $(api_count "$api0" "$api1" POST events) PATCH $(api_count "$api0" "$api1" PATCH events); pods POST $(api_count "$api0" "$api1" POST pods)"
     say "     control plane CPU: $(cp_cpu_diff "$(cat "$work/cpc.0")" "$(cat "$work/cpc.1")"); $(load)"
-    d0=$d1 r0=$r1 q0=$q1 qs0=$qs1 c0=$c1 w0=$w1 e0=$e1 mq0=$mq1
-    mv "$api1" "$api0"; mv "$work/cpc.1" "$work/cpc.0"; mv "$work/verbs.1" "$work/verbs.0"; mv "$work/ops.1" "$work/ops.0"
+    d0=$d1 r0=$r1 q0=$q1 qs0=$qs1 c0=$c1 w0=$w1 e0=$e1 mq0=$mq1 t_prev=$t_now
+    mv "$api1" "$api0"; mv "$work/cpc.1" "$work/cpc.0"; mv "$work/verbs.1" "$work/verbs.0"; mv "$work/ops.1" "$work/ops.0"; mv "$work/reasons.1" "$work/reasons.0"
   done
   say "  Deployments at 2 replicas: $(k get deploy -A --no-headers 2>/dev/null | awk '{split($3, a, "/"); if (a[2] == 2) n++} END {print n + 0}') of $half asked"
   kill -TERM "$pid" 2>/dev/null
