@@ -415,8 +415,10 @@ static void observe(ms_controller_t *c, ms__round_t *r)
     /* Bounded: a hung or flooding Prometheus costs one round at most its
      * deadline and its byte budget; shutdown cancels what is in flight. */
     double timeout = c->cfg.round_timeout > 0 ? c->cfg.round_timeout : fmin(c->cfg.sync_period, 10.0);
-    ms_prom_run_options_t bounds = {r->now + timeout, &c->prom_cancel,
-                                    c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
+    ms_prom_run_options_t bounds = {
+        .deadline = r->now + timeout,
+        .cancel = &c->prom_cancel,
+        .max_total_bytes = c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
 
     err = ms_prom_tick_run_bounded(r->tick, c->prom, r->objs, m, &bounds, NULL);
     ms_prom_tick_stats(r->tick, &st);
