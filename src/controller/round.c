@@ -425,6 +425,7 @@ static void observe(ms_controller_t *c, ms__round_t *r)
     ms_metrics_add(c->metrics, c->fam.prom_queries, NULL, (double)st.queries_sent);
     ms_metrics_add(c->metrics, c->fam.prom_failures, NULL, (double)st.failed_queries);
     ms_metrics_observe(c->metrics, c->fam.prom_seconds, NULL, st.seconds);
+    ms__metrics_round_costs(c, r->tick);
     MS_LOG_DEBUG("round observed", MS_I("objects", (long long)m),
                  MS_I("queries", (long long)st.queries_sent),
                  MS_I("failed", (long long)st.failed_queries), MS_D("seconds", st.seconds));

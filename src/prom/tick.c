@@ -799,21 +799,26 @@ static void name_the_share(ms_prom_tick_t *t, size_t q, char *out, size_t cap)
     const owner_t *w = &t->owners[t->owner[q]];
     const lane_t *l = &t->lanes[w->lane];
     const ms_prom_query_t *qq = &t->queries[q];
+    char each[48];
 
+    if (w->owned == 1)
+        snprintf(each, sizeof each, "its one query");
+    else
+        snprintf(each, sizeof each, "each of its %zu queries", w->owned);
     if (strncmp(qq->result.message, "the answer", 10) == 0)
         snprintf(out, cap,
                  "this object's queries share %zu bytes of the round's answers (%zu for user "
                  "queries split among %zu namespaces, then among the %zu objects of %s): %zu "
-                 "bytes for each of its %zu queries, and this answer was larger",
+                 "bytes for %s, and this answer was larger",
                  object_bytes(t, w), t->user_bytes, t->nlanes, l->objects, l->name,
-                 qq->share_bytes, w->owned);
+                 qq->share_bytes, each);
     else
         snprintf(out, cap,
                  "this object's queries share %.1f s of the round's query time (%zu slots x "
                  "%.1f s split among %zu namespaces, then among the %zu objects of %s): %.1f s "
-                 "for each of its %zu queries, and this one ran longer",
+                 "for %s, and this one ran longer",
                  object_seconds(t, w), slots_of(&t->limits), t->limits.seconds, t->nlanes,
-                 l->objects, l->name, qq->share_seconds, w->owned);
+                 l->objects, l->name, qq->share_seconds, each);
 }
 
 /* What each namespace's user queries cost. */
