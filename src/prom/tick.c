@@ -808,15 +808,15 @@ static void name_the_share(ms_prom_tick_t *t, size_t q, char *out, size_t cap)
     if (strncmp(qq->result.message, "the answer", 10) == 0)
         snprintf(out, cap,
                  "this object's queries share %zu bytes of the round's answers (%zu for user "
-                 "queries split among %zu namespaces, then among the %zu objects of %s): %zu "
-                 "bytes for %s, and this answer was larger",
+                 "queries / %zu namespaces / %zu objects of %s): %zu for %s; this answer was "
+                 "larger",
                  object_bytes(t, w), t->user_bytes, t->nlanes, l->objects, l->name,
                  qq->share_bytes, each);
     else
         snprintf(out, cap,
                  "this object's queries share %.1f s of the round's query time (%zu slots x "
-                 "%.1f s split among %zu namespaces, then among the %zu objects of %s): %.1f s "
-                 "for %s, and this one ran longer",
+                 "%.1f s / %zu namespaces / %zu objects of %s): %.1f s for %s; this one ran "
+                 "longer",
                  object_seconds(t, w), slots_of(&t->limits), t->limits.seconds, t->nlanes,
                  l->objects, l->name, qq->share_seconds, each);
 }

@@ -570,7 +570,7 @@ static void test_fair_order_shares_and_owners(void **state)
         expect(&out[0], m, MS_PROM_OVER_SHARE, 0);
         assert_non_null(strstr(out[0].metrics[m].detail,
                                "this object's queries share 20.0 s of the round's query time"));
-        assert_non_null(strstr(out[0].metrics[m].detail, "2 objects of tenant-a"));
+        assert_non_null(strstr(out[0].metrics[m].detail, "/ 2 objects of tenant-a"));
     }
     expect(&out[1], 0, MS_PROM_OVER_SHARE, 0);
     assert_non_null(strstr(out[1].metrics[0].detail, "this object's queries share 12288 bytes"));

@@ -936,7 +936,7 @@ static void test_one_tenant_cannot_blind_another(void **state)
         for (int i = 0; i < SLOW; i++) {
             assert_true(reason_is(&out[0].metrics[i], "OVER_SHARE"));
             assert_non_null(strstr(out[0].metrics[i].detail, "of the round's query time"));
-            assert_non_null(strstr(out[0].metrics[i].detail, "6 objects of tenant-a"));
+            assert_non_null(strstr(out[0].metrics[i].detail, "/ 6 objects of tenant-a"));
         }
         for (int b = 0; b < BIG; b++) {
             assert_true(reason_is(&out[1 + b].metrics[0], "OVER_SHARE"));
