@@ -695,13 +695,19 @@ static int by_turn(const void *a, const void *b)
 static void order_queries(ms_prom_tick_t *t)
 {
     size_t n = t->nqueries;
-    send_key_t *keys = ms_xmalloc((n ? n : 1) * sizeof *keys);
-    size_t *newpos = ms_xmalloc((n ? n : 1) * sizeof *newpos);
-    ms_prom_query_t *queries = ms_xmalloc((n ? n : 1) * sizeof *queries);
-    char **texts = ms_xmalloc((n ? n : 1) * sizeof *texts);
-    size_t *owner = ms_xmalloc((n ? n : 1) * sizeof *owner);
-    size_t *rank = ms_xmalloc((n ? n : 1) * sizeof *rank);
+    send_key_t *keys;
+    size_t *newpos, *owner, *rank;
+    ms_prom_query_t *queries;
+    char **texts;
 
+    if (n == 0)
+        return;
+    keys = ms_xmalloc(n * sizeof *keys);
+    newpos = ms_xmalloc(n * sizeof *newpos);
+    queries = ms_xmalloc(n * sizeof *queries);
+    texts = ms_xmalloc(n * sizeof *texts);
+    owner = ms_xmalloc(n * sizeof *owner);
+    rank = ms_xmalloc(n * sizeof *rank);
     for (size_t q = 0; q < n; q++) {
         const owner_t *w = t->owner[q] == NO_OWNER ? NULL : &t->owners[t->owner[q]];
         keys[q] = w == NULL ? (send_key_t){0, 0, q}
@@ -808,17 +814,18 @@ static void name_the_share(ms_prom_tick_t *t, size_t q, char *out, size_t cap)
     if (strncmp(qq->result.message, "the answer", 10) == 0)
         snprintf(out, cap,
                  "this object's queries share %zu bytes of the round's answers (%zu for user "
-                 "queries / %zu namespaces / %zu objects of %s): %zu for %s; this answer was "
-                 "larger",
-                 object_bytes(t, w), t->user_bytes, t->nlanes, l->objects, l->name,
+                 "queries / %zu namespace%s / %zu objects of %s): %zu for %s; this answer "
+                 "was larger",
+                 object_bytes(t, w), t->user_bytes, t->nlanes, t->nlanes == 1 ? "" : "s",
+                 l->objects, l->name,
                  qq->share_bytes, each);
     else
         snprintf(out, cap,
                  "this object's queries share %.1f s of the round's query time (%zu slots x "
-                 "%.1f s / %zu namespaces / %zu objects of %s): %.1f s for %s; this one ran "
-                 "longer",
+                 "%.1f s / %zu namespace%s / %zu objects of %s): %.1f s for %s; this one "
+                 "ran longer",
                  object_seconds(t, w), slots_of(&t->limits), t->limits.seconds, t->nlanes,
-                 l->objects, l->name, qq->share_seconds, each);
+                 t->nlanes == 1 ? "" : "s", l->objects, l->name, qq->share_seconds, each);
 }
 
 /* What each namespace's user queries cost. */
