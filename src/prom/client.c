@@ -443,6 +443,13 @@ static int on_chunk(void *ctx, const char *data, size_t len)
 
     if (atomic_load(p->over_budget) || (!p->query->preset && atomic_load(p->users_over)))
         return 1;
+    /* Past its own cap first: an answer stopped there is its own failure and
+     * charges the run's budgets nothing more (the caps of a round's fair
+     * shares add up to its budget exactly). */
+    if (ms_buf_append(&p->resp->body, data, len) != MS_OK) {
+        p->too_large = true;
+        return 1;
+    }
     *p->total += len;
     p->bytes += len;
     if (p->max_total > 0 && *p->total > p->max_total) {
@@ -452,10 +459,6 @@ static int on_chunk(void *ctx, const char *data, size_t len)
     }
     if (!p->query->preset && p->max_user > 0 && (*p->user_total += len) > p->max_user) {
         atomic_store(p->users_over, true);
-        return 1;
-    }
-    if (ms_buf_append(&p->resp->body, data, len) != MS_OK) {
-        p->too_large = true;
         return 1;
     }
     return 0;
