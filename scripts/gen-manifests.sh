@@ -11,15 +11,20 @@
 # with the chart's default values plus:
 #   prometheus.url=http://prometheus.monitoring.svc:9090   (the chart has no default;
 #                                                           edit it for your Prometheus)
+#   metrics.certificate.source=none                        (no private key in a committed
+#                                                           file: the controller makes a
+#                                                           self-signed certificate at start)
 # So: release "meshscaler" (the objects are named meshscaler), 2 replicas with leader
-# election (Lease meshscaler-system/meshscaler), image meshscaler:<appVersion>, no
+# election (Lease meshscaler-system/meshscaler), image meshscaler:<appVersion>, secure
+# /metrics (HTTPS, TokenReview + SubjectAccessReview; bind ClusterRole
+# meshscaler-metrics-reader to whoever scrapes), user queries namespaced, no
 # ServiceMonitor, PrometheusRule, NetworkPolicy or dashboard.
 #
 # Files (kubectl applies a directory in file-name order, hence the prefixes):
 #   00-namespace.yaml   hand-written: the Namespace meshscaler-system
 #   10-crd.yaml         hand-written: the CRD, the source of charts/meshscaler/crds/
 #   20-rbac.yaml        generated: ServiceAccount, ClusterRole, ClusterRoleBinding,
-#                       Role, RoleBinding (the Lease)
+#                       the metrics-reader ClusterRole, Role, RoleBinding (the Lease)
 #   30-controller.yaml  generated: Lease, Deployment, Service, PodDisruptionBudget
 # Helm's own labels (helm.sh/chart, app.kubernetes.io/managed-by) and the
 # "# Source:" lines are removed: Helm does not manage these copies.
@@ -65,6 +70,7 @@ render() {
       --namespace meshscaler-system \
       --kube-version 1.31.0 \
       --set prometheus.url=http://prometheus.monitoring.svc:9090 \
+      --set metrics.certificate.source=none \
       "${args[@]}" |
       sed -E \
         -e '/^# Source: /d' \
@@ -77,7 +83,7 @@ render() {
 generate() {
   local dir="$1"
   render "$dir/20-rbac.yaml" serviceaccount.yaml clusterrole.yaml clusterrolebinding.yaml \
-    leader-election-rbac.yaml
+    metrics-reader-clusterrole.yaml leader-election-rbac.yaml
   render "$dir/30-controller.yaml" lease.yaml deployment.yaml service.yaml poddisruptionbudget.yaml
 }
 

@@ -283,10 +283,12 @@ say "workloads: $START_REPLICAS pods each in $NS_A and $NS_B (sidecar maxconn $S
 
 say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync period ${MESH_SYNC_S}s)"
 step "helm install --wait"
+# userQueries=allow: the guardrails read the host's HAProxy balancers, whose series
+# name no namespace (the chart's default, namespaced, would refuse those queries).
 "$HELM" install "$REL" "$REPO/charts/meshscaler" -n "$NS_SYS" --create-namespace \
   --set "image.repository=${MESHSCALER_IMAGE%:*}" --set "image.tag=${MESHSCALER_IMAGE##*:}" \
   --set "prometheus.url=$PROMETHEUS_CLUSTER_URL" --set "controller.syncPeriod=${MESH_SYNC_S}s" \
-  --set replicaCount=1 --set controller.logLevel=debug --wait --timeout 180s >"$OUT/logs/helm.log" 2>&1 \
+  --set replicaCount=1 --set controller.logLevel=debug --set controller.userQueries=allow --wait --timeout 180s >"$OUT/logs/helm.log" 2>&1 \
   || { cat "$OUT/logs/helm.log" >&2; die "helm install failed"; }
 if [ "$SCENARIO" = blind-vs-aware ]; then
   { hpa "$NS_A"; echo ---; shadow_mas "$NS_A"; echo ---; mas "$NS_B"; } | k apply -f - >/dev/null

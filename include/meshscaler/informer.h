@@ -75,8 +75,17 @@ ms_err_t ms_kube_watch_decode(const char *line, size_t len, ms_kube_event_type_t
  * item NULL: the list starts over, forget the items given so far. */
 typedef ms_err_t (*ms_kube_item_fn)(void *ctx, cJSON *item);
 
+/* The cap on one page of a list: what one watch event may carry, so a page
+ * of one object always fits. A page over it is asked again for half as many
+ * objects (MeshAutoscalers may be hundreds of KB each: 500 of them are more
+ * than the memory the chart gives the controller). */
+#define MS_KUBE_LIST_PAGE_MAX MS_KUBE_MAX_EVENT
+
 /* List path (a collection) in pages of limit items (0: 500), calling fn per
- * item; rv[rvcap] receives the list's resourceVersion. A continue token that
+ * item; rv[rvcap] receives the list's resourceVersion. Each page is read
+ * under MS_KUBE_LIST_PAGE_MAX bytes: a page over it is asked again for half
+ * as many items, from the same continue token; MS_ERR_TOOLARGE only when one
+ * item alone is over it. A continue token that
  * expired mid-list restarts the list once, after fn(ctx, NULL): the pages
  * already read are of an older snapshot, and an object deleted since would
  * otherwise stay. Returns the first error of the requests or of fn. */

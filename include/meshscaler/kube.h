@@ -89,6 +89,15 @@ ms_kube_cred_t *ms_kube_client_cred(ms_kube_client_t *c);
 void ms_kube_deadline_set(double monotonic);
 double ms_kube_deadline(void);
 
+/* Requests made on the calling thread from now on are background ones
+ * (true) or foreground ones (false, the default). A background request
+ * yields to the foreground in the client's token bucket: it never reserves
+ * a token ahead, so a scale write decided now is not queued behind
+ * thousands of status patches; it still gets a tenth of the rate however
+ * busy the foreground is. The status writers and the event sender run in
+ * the background (ratelimit.c). */
+void ms_kube_background_set(bool background);
+
 /* One request. path starts with "/" and may carry a query. body may be NULL.
  * On a 2xx with out non-NULL, *out is the parsed body (MS_ERR_PARSE if it is
  * not JSON). */

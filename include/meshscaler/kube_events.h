@@ -44,4 +44,17 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *obj, 
                         const char *reason, const char *message, double now, int *count_out,
                         ms_kube_error_t *kerr);
 
+/* client-go's EventAggregator prefix: an aggregate's message starts with it. */
+#define MS_KUBE_EVENT_COMBINED "(combined from similar events)"
+
+/* Record n similar events of obj (same type and reason, messages that
+ * differ) as one aggregate Event, as client-go's EventAggregator does: one
+ * Event per object, type and reason whose message is
+ * "(combined from similar events): <message>" (the latest) and whose count
+ * rises by n (created with n; a repeat patches count, lastTimestamp and
+ * message). */
+ms_err_t ms_kube_record_combined(ms_kube_recorder_t *r, const ms_kube_object_ref_t *obj,
+                                 const char *type, const char *reason, const char *message, int n,
+                                 double now, int *count_out, ms_kube_error_t *kerr);
+
 #endif

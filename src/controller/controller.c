@@ -27,8 +27,9 @@
  * Prometheus outage is not a wedged controller). */
 #define LIVENESS_PERIODS 3
 #define LIVENESS_FLOOR 60.0
-/* Events waiting to be written; more are dropped (and counted). */
-#define EVENT_QUEUE 1024
+/* Objects whose Events may wait to be written (one per object, type and
+ * reason: newer ones fold into it); more are dropped, counted and logged. */
+#define EVENT_QUEUE 16384
 /* Objects whose status patch may wait to be written, and the threads writing. */
 #define STATUS_QUEUE 16384
 #define STATUS_WRITERS 8
@@ -36,20 +37,33 @@
  * much, or the write waits for the next renewal. */
 #define WRITE_MIN_VALIDITY 0.5
 
+/* With --leader-elect the elector starts once the caches synced; until then
+ * this replica is no leader. */
+static bool elects(const ms_controller_t *c) { return c->cfg.leader_elect && !c->cfg.dry_run; }
+
 bool ms__controller_may_act(ms_controller_t *c)
 {
-    return c->elector == NULL || ms_kube_elector_is_leader(c->elector);
+    ms_kube_elector_t *elector = c->elector;
+
+    if (elector == NULL)
+        return !elects(c);
+    return ms_kube_elector_is_leader(elector);
 }
 
 bool ms__may_write(ms_controller_t *c, const char *kind)
 {
+    ms_kube_elector_t *elector = c->elector;
     double until, now;
 
     if (c->cfg.dry_run)
         return false;
-    if (c->elector == NULL)
-        return true;
-    until = ms_kube_elector_valid_until(c->elector);
+    if (elector == NULL) {
+        if (!elects(c))
+            return true;
+        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
+        return false;
+    }
+    until = ms_kube_elector_valid_until(elector);
     now = ms_clock_monotonic();
     if (until - now < WRITE_MIN_VALIDITY) {
         ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
@@ -64,6 +78,18 @@ bool ms__may_write(ms_controller_t *c, const char *kind)
 }
 
 static bool may_send_event(void *ctx) { return ms__may_write(ctx, "event"); }
+
+/* The event queue's sender: the recorder, one Event or several folded. */
+static ms_err_t send_event(void *ctx, const ms_kube_object_ref_t *ref, const char *type,
+                           const char *reason, const char *message, int count, double wall,
+                           ms_kube_error_t *kerr)
+{
+    ms_kube_recorder_t *r = ctx;
+
+    if (count > 1)
+        return ms_kube_record_combined(r, ref, type, reason, message, count, wall, NULL, kerr);
+    return ms_kube_record(r, ref, type, reason, message, wall, NULL, kerr);
+}
 
 /* ---- watch handlers: mark due, keep the indexes ---- */
 
@@ -412,6 +438,7 @@ static bool caches_synced(ms_controller_t *c)
 static ms_err_t start_elector(ms_controller_t *c, char *errbuf, size_t errlen)
 {
     ms_kube_lease_options_t lo = {0};
+    ms_kube_elector_t *elector;
 
     lo.namespace_ = c->cfg.leader_election_namespace;
     lo.name = c->cfg.leader_election_id;
@@ -419,9 +446,10 @@ static ms_err_t start_elector(ms_controller_t *c, char *errbuf, size_t errlen)
     lo.on_started_leading = on_started_leading;
     lo.on_stopped_leading = on_stopped_leading;
     lo.ctx = c;
-    if ((c->elector = ms_kube_elector_new(c->kube_lease, &lo, errbuf, errlen)) == NULL)
+    if ((elector = ms_kube_elector_new(c->kube_lease, &lo, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
-    if (ms_kube_elector_start(c->elector) != MS_OK)
+    c->elector = elector; /* published before it runs: its callbacks read it */
+    if (ms_kube_elector_start(elector) != MS_OK)
         return ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start leader election");
     MS_LOG_INFO("leader election started", MS_S("lease", c->cfg.leader_election_id),
                 MS_S("namespace", c->cfg.leader_election_namespace),
@@ -503,7 +531,8 @@ static ms_err_t start_server_and_writers(ms_controller_t *c, char *errbuf, size_
         return MS_ERR_IO;
     if (!c->cfg.dry_run)
         c->recorder = ms_kube_recorder_new(c->kube, "meshscaler", c->cfg.identity);
-    c->events = ms__event_queue_new(c->recorder, EVENT_QUEUE, may_send_event, c);
+    c->events = ms__event_queue_new(c->recorder != NULL ? send_event : NULL, c->recorder,
+                                    EVENT_QUEUE, may_send_event, c);
     if (!c->cfg.dry_run)
         c->status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
     return MS_OK;
@@ -529,6 +558,13 @@ static ms_err_t main_loop(ms_controller_t *c, const atomic_bool *stop, char *err
             MS_LOG_INFO("caches synced", MS_I("objects", (long long)ms_kube_informer_size(c->mas)),
                         MS_I("pods", (long long)ms_kube_informer_size(c->pods)),
                         MS_D("seconds", now - started));
+            /* Only now: a replica whose caches never sync (a list that
+             * fails on every try) must not hold the Lease and keep a
+             * replica that can decide from taking it. Before the workers:
+             * with no elector they would act as if alone. */
+            if (c->cfg.leader_elect && !c->cfg.dry_run &&
+                (err = start_elector(c, errbuf, errlen)) != MS_OK)
+                return err;
             if ((err = start_workers(c, errbuf, errlen)) != MS_OK)
                 return err;
             atomic_store(&c->progress, (uint_fast64_t)(now * 1000));
@@ -605,9 +641,6 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
         goto out;
     if (c->cfg.leader_elect && c->cfg.dry_run)
         MS_LOG_INFO("dry-run takes no lease: --leader-elect ignored");
-    if (c->cfg.leader_elect && !c->cfg.dry_run &&
-        (err = start_elector(c, errbuf, errlen)) != MS_OK)
-        goto out;
     MS_LOG_INFO("controller started", MS_S("namespace", c->cfg.namespace_ ? c->cfg.namespace_ : "*"),
                 MS_D("sync_period", c->cfg.sync_period), MS_I("workers", c->cfg.concurrent_syncs),
                 MS_S("dry_run", c->cfg.dry_run ? "true" : "false"),

@@ -163,6 +163,8 @@ typedef struct ms__object {
 
     /* guarded by the table's lock */
     double due;                /* monotonic time of the next sync; 0: now */
+    double grid;               /* when its period's next round falls (round.c); a due
+                                  before it is an out-of-round sync; 0: none yet */
     bool deleted;              /* gone from the cache: free at the next round */
     bool busy;                 /* a worker syncs it now */
     ms__round_t *pending;      /* a round entry waiting for a worker, or NULL */
@@ -292,16 +294,32 @@ void ms__target_index_each_mas(ms__target_index_t *x, const cJSON *obj,
 /* ---- events, sent off the sync path (events.c) ---- */
 
 typedef struct ms__event_queue ms__event_queue_t;
-/* A bounded queue (capacity entries; the same pending event is queued once)
- * and its sending thread. may_send(ctx) is asked right before each Event is
- * written (the lease). NULL recorder: everything is dropped (dry-run). */
-ms__event_queue_t *ms__event_queue_new(ms_kube_recorder_t *recorder, size_t capacity,
+/* Send one Event that stands for `count` (1: itself; more: folded into it,
+ * message the latest). The controller's records it (ms_kube_record, or
+ * ms_kube_record_combined past 1). */
+typedef ms_err_t (*ms__event_send_fn)(void *ctx, const ms_kube_object_ref_t *ref, const char *type,
+                                      const char *reason, const char *message, int count,
+                                      double wall, ms_kube_error_t *kerr);
+/* A bounded queue (capacity object/type/reason keys waiting; a newer Event
+ * of a waiting key folds into it) and its sending thread. may_send(ctx) is
+ * asked right before each Event is sent (the lease). NULL send: no thread,
+ * everything is ignored (dry-run). */
+ms__event_queue_t *ms__event_queue_new(ms__event_send_fn send, void *send_ctx, size_t capacity,
                                        bool (*may_send)(void *ctx), void *ctx);
 /* Stop the thread after sending what is queued, for at most `drain` seconds. */
 void ms__event_queue_free(ms__event_queue_t *q, double drain);
 void ms__event_queue_push(ms__event_queue_t *q, const ms_kube_object_ref_t *ref, const char *type,
                           const char *reason, const char *message, double wall);
-/* Events dropped because the queue was full or the lease was not valid. */
+/* Per reason, the Events dropped and the Events folded into a waiting one
+ * since the last call, to fn (may be NULL); and, when `period` seconds
+ * passed since the last such line (monotonic now), one log line with the
+ * drops since. */
+void ms__event_queue_take_counts(ms__event_queue_t *q, double now, double period,
+                                 void (*fn)(void *ctx, const char *reason, unsigned long dropped,
+                                            unsigned long combined),
+                                 void *ctx);
+/* Events dropped because the queue was full, the lease was not valid or the
+ * API server refused them; Events sent. Totals. */
 unsigned long ms__event_queue_dropped(ms__event_queue_t *q);
 unsigned long ms__event_queue_sent(ms__event_queue_t *q);
 
@@ -350,7 +368,8 @@ typedef struct {
     int client_throttle; /* counter: seconds waited for the client-side rate limiter */
     int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
     int stale_observations; /* counter: syncs observed again, their round's answers too old */
-    int events_dropped;  /* counter: events the full queue or an invalid lease dropped */
+    int events_dropped;  /* counter {reason}: events a full queue, the lease or the API dropped */
+    int events_combined; /* counter {reason}: events folded into a waiting one of the same object */
     /* Per object, removed with it: */
     int metric_value;    /* gauge {namespace, name, metric}: effective value */
     int metric_target;   /* gauge {namespace, name, metric} */
@@ -397,11 +416,12 @@ struct ms_controller {
     ms_kube_recorder_t *recorder;  /* NULL in dry-run */
     ms__event_queue_t *events;
     ms__status_writer_t *status_writer; /* NULL in dry-run */
-    ms_kube_elector_t *elector;    /* NULL without --leader-elect */
+    /* NULL without --leader-elect, and until the caches synced (set by the
+     * main loop while other threads read it: atomic). */
+    ms_kube_elector_t *_Atomic elector;
     ms_metrics_t *metrics;
     ms__families_t fam;
     ms_kube_stats_t last_stats;    /* what ms__metrics_refresh() already counted */
-    unsigned long last_events_dropped;
     unsigned long long last_prom_skipped;
     ms_server_t *server;
     struct ms__metrics_authorizer *metrics_auth; /* --metrics-secure; NULL when off */
@@ -526,6 +546,18 @@ void ms__sync_key(ms_controller_t *c, const char *key);
  * together and share a round), pushed one period on when that is closer
  * than a fifth of a period. */
 double ms__next_sync_delay(double period, double now);
+
+/* Whether an object due at `due` (monotonic; 0: now) is due at its grid
+ * time `grid` (when its period's next round falls; 0: none yet), and
+ * whether that round is now: no round began since its grid time (one that
+ * did and skipped it, a worker holding it then, has gone). Otherwise it is
+ * early: a kick, a stale observation, a retry, a missed round (round.c). */
+bool ms__due_at_grid(double due, double grid);
+bool ms__grid_round_is_now(double due, double grid, double last_round);
+/* Whether the due objects run a round now: n due, on_grid of them whose
+ * round is now, all_due (a new leader); a round of early objects only is a
+ * catch-up round, which runs once `now` reaches catchup_after. */
+bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double catchup_after);
 
 /* Whether /healthz passes; the rule is told with its constants (LIVENESS_*)
  * in controller.c. Monotonic seconds: due_since, since when keys have been

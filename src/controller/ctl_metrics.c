@@ -154,9 +154,14 @@ void ms__metrics_declare(ms_controller_t *c)
                                           "enough, by kind (scale, status, event).",
                                           (const char *const[]){"kind"}, 1, NULL, 0);
     f->events_dropped = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_events_dropped_total",
-                                          "Events not written: the queue was full, the lease not "
-                                          "valid, or the API refused them.",
-                                          NULL, 0, NULL, 0);
+                                          "Events not written, by reason: the queue was full, the "
+                                          "lease not valid, or the API refused them.",
+                                          reason, 1, NULL, 0);
+    f->events_combined = ms_metrics_family(
+        m, MS_METRIC_COUNTER, "meshscaler_events_combined_total",
+        "Events folded into one still waiting of the same object and reason (sent as one Event "
+        "whose count rises by as many), by reason.",
+        reason, 1, NULL, 0);
     f->kube_requests = ms_metrics_family(m, MS_METRIC_COUNTER,
                                          "meshscaler_kube_requests_total",
                                          "Kubernetes API calls made by reconcile, by result code.",
@@ -257,6 +262,17 @@ static void client_counters(ms_controller_t *c)
     *was = now;
 }
 
+static void event_counts(void *ctx, const char *reason, unsigned long dropped,
+                         unsigned long combined)
+{
+    ms_controller_t *c = ctx;
+
+    if (dropped > 0)
+        ms_metrics_add(c->metrics, c->fam.events_dropped, &reason, (double)dropped);
+    if (combined > 0)
+        ms_metrics_add(c->metrics, c->fam.events_combined, &reason, (double)combined);
+}
+
 void ms__metrics_refresh(ms_controller_t *c)
 {
     ms_metrics_set(c->metrics, c->fam.leader, NULL, ms__controller_may_act(c) ? 1 : 0);
@@ -268,11 +284,9 @@ void ms__metrics_refresh(ms_controller_t *c)
     if (c->status_writer != NULL)
         ms_metrics_set(c->metrics, c->fam.status_queued, NULL,
                        (double)ms__status_writer_pending(c->status_writer));
-    if (c->events != NULL) {
-        unsigned long dropped = ms__event_queue_dropped(c->events);
-        ms_metrics_add(c->metrics, c->fam.events_dropped, NULL, (double)(dropped - c->last_events_dropped));
-        c->last_events_dropped = dropped;
-    }
+    if (c->events != NULL)
+        ms__event_queue_take_counts(c->events, ms_clock_monotonic(), c->cfg.sync_period,
+                                    event_counts, c);
     client_counters(c);
     if (c->prom != NULL) {
         ms_prom_client_stats_t ps;

@@ -10,6 +10,14 @@
  * coming or going, or a new leadership makes objects due at once (a kick).
  * Only the leader observes; a follower keeps its caches and frees the state
  * of deleted objects.
+ *
+ * A sync out of the grid (a kick, an observation a worker found stale, a
+ * retry after a transient failure) never buys a tick of its own: the object
+ * joins the next round of the grid, or, when none comes first, one catch-up
+ * round that every early object shares, at most one per catch-up interval.
+ * When 10,000 objects move at once, their early syncs arrive one by one as
+ * the workers and the writers drain; each used to run a tick over the whole
+ * series set (issue 28: 8-13 ticks per 15 s instead of 1).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,6 +36,10 @@
 #define KICK_COALESCE 0.05
 /* How often the round thread returns the heap's free pages to the kernel. */
 #define TRIM_EVERY 60.0
+/* Early syncs share at most one catch-up round per --sync-period, and at
+ * least one per this many seconds (a pausing annotation at a 60 s period
+ * still acts within 15 s). */
+#define CATCHUP_MAX_INTERVAL 15.0
 
 ms__round_t *ms__round_retain(ms__round_t *r)
 {
@@ -120,14 +132,65 @@ void ms__kick(ms_controller_t *c, const char *key)
 
 typedef struct {
     char (*keys)[MS__KEY_MAX];
-    size_t n, cap;
-    double next; /* the earliest due time of the objects not due now */
+    double *late;         /* per key: seconds past its grid time; < 0: not on the grid */
+    size_t n, cap, late_cap;
+    size_t on_grid;       /* of the n, those whose round of the grid came */
+    double next;          /* the earliest due time of the objects not due now */
+    double catchup_after; /* monotonic: when the next catch-up round may run */
+    double last_round;    /* monotonic: when the last round began */
 } due_t;
 
-static void add_due(due_t *d, const char *key)
+bool ms__due_at_grid(double due, double grid)
+{
+    return grid > 0 && due >= grid - 0.001 && due < INFINITY;
+}
+
+/* (An object that missed its round waits like an early one: otherwise
+ * every object a worker held through its round would bring a round of its
+ * own as its worker let it go.) */
+bool ms__grid_round_is_now(double due, double grid, double last_round)
+{
+    return ms__due_at_grid(due, grid) && due > last_round;
+}
+
+bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double catchup_after)
+{
+    return n > 0 && (on_grid > 0 || all_due || now >= catchup_after);
+}
+
+/* Early objects only, and the last catch-up round less than an interval
+ * ago: they wait (for the next round of the grid, which they join, or for
+ * the interval). */
+static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_due)
+{
+    if (d->n == 0)
+        return;
+    if (!ms__round_runs(d->n, d->on_grid, all_due, now, d->catchup_after)) {
+        d->n = 0;
+        if (d->catchup_after < d->next)
+            d->next = d->catchup_after;
+        return;
+    }
+    if (d->on_grid == 0 && !all_due) /* a catch-up round */
+        d->catchup_after = now + fmin(c->cfg.sync_period, CATCHUP_MAX_INTERVAL);
+}
+
+static void add_due(due_t *d, const char *key, double late)
 {
     d->keys = ms_xgrow(d->keys, &d->cap, d->n + 1, sizeof *d->keys);
+    d->late = ms_xgrow(d->late, &d->late_cap, d->n + 1, sizeof *d->late);
+    d->late[d->n] = late;
     snprintf(d->keys[d->n++], MS__KEY_MAX, "%s", key);
+}
+
+/* How late the round that runs now takes the objects due at their grid
+ * time (an early object's wait is not lateness; a held one is counted when
+ * a round takes it). */
+static void observe_lateness(ms_controller_t *c, const due_t *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->late[i] >= 0)
+            ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, d->late[i]);
 }
 
 /* Free deleted objects nobody holds; collect the due ones (only when acting). */
@@ -157,9 +220,9 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
         }
         if (o->due <= now + 0.001) {
             if (acting) {
-                add_due(d, o->key);
-                if (o->due > 0 && o->due < INFINITY)
-                    ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, now - o->due);
+                add_due(d, o->key, ms__due_at_grid(o->due, o->grid) ? now - o->due : -1);
+                if (ms__grid_round_is_now(o->due, o->grid, d->last_round))
+                    d->on_grid++;
             }
         } else if (o->due < d->next) {
             d->next = o->due;
@@ -176,6 +239,8 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
         ms__objects_free_locked(&c->objects, gone[i]);
     }
     pthread_mutex_unlock(&c->objects.lock);
+    hold_early(c, d, now, all_due);
+    observe_lateness(c, d);
     if (ngone == sizeof gone / sizeof gone[0])
         d->next = now; /* more to free */
     /* Liveness: keys a worker holds or that wait for one, or are due while
@@ -449,6 +514,7 @@ static void hand_out(ms_controller_t *c, ms__round_t *r)
             continue;
         /* An invalid spec waits for its next change (which kicks it). */
         o->due = e->stage == MS__ENTRY_INVALID ? INFINITY : r->now + ms__next_sync_delay(period, r->now);
+        o->grid = o->due;
         if (e->stage == MS__ENTRY_GONE) {
             o->deleted = true;
             continue;
@@ -501,15 +567,20 @@ void *ms__round_main(void *arg)
 
         c->was_leader = acting;
         due.n = 0;
+        due.on_grid = 0;
         collect(c, now, acting, all_due, &due);
-        if (due.n > 0)
+        if (due.n > 0) {
+            due.last_round = now;
             run_round(c, &due, now, wall);
+        }
         if (now - trimmed > TRIM_EVERY) {
             ms_heap_trim();
             trimmed = now;
         }
+        /* (after a round, at once: what fell due meanwhile) */
         next = due.n > 0 ? now : due.next;
     }
     free(due.keys);
+    free(due.late);
     return NULL;
 }

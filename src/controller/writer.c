@@ -109,6 +109,8 @@ static void *run(void *arg)
 {
     ms__status_writer_t *w = arg;
 
+    /* Status yields to scale writes in the client's token bucket too. */
+    ms_kube_background_set(true);
     pthread_mutex_lock(&w->lock);
     for (;;) {
         char *key;

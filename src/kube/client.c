@@ -232,20 +232,52 @@ static double time_left(void)
     return thread_deadline > 0 ? thread_deadline - ms_clock_monotonic() : 1e18;
 }
 
+/* See ms_kube_background_set(). */
+static _Thread_local bool thread_background;
+
+void ms_kube_background_set(bool background) { thread_background = background; }
+
+static void count_throttle(ms_kube_client_t *c, double wait)
+{
+    atomic_fetch_add(&c->n_throttled, 1);
+    atomic_fetch_add(&c->throttle_us, (unsigned long)(wait * 1e6));
+    if (wait > 1)
+        MS_LOG_DEBUG("client-side throttling", MS_D("wait_s", wait));
+}
+
+/* A background request asks for a token until one is there (it never
+ * reserves one ahead of the foreground's). */
+static bool throttle_background(ms_kube_client_t *c)
+{
+    double waited = 0, wait;
+
+    while ((wait = ms__kube_ratelimit_try_background(&c->limiter, ms_clock_monotonic())) > 0) {
+        if (wait >= time_left())
+            return false;
+        if (!ms__kube_sleep(wait, c->cancel))
+            return false;
+        waited += wait;
+    }
+    if (waited > 0)
+        count_throttle(c, waited);
+    return true;
+}
+
 /* Wait for the token bucket. False when cancelled, or when the wait would
  * pass the thread's deadline. */
 static bool throttle(ms_kube_client_t *c)
 {
-    double wait = ms__kube_ratelimit_reserve(&c->limiter, ms_clock_monotonic());
+    double wait;
+
+    if (thread_background)
+        return throttle_background(c);
+    wait = ms__kube_ratelimit_reserve(&c->limiter, ms_clock_monotonic());
 
     if (wait <= 0)
         return true;
     if (wait >= time_left())
         return false;
-    atomic_fetch_add(&c->n_throttled, 1);
-    atomic_fetch_add(&c->throttle_us, (unsigned long)(wait * 1e6));
-    if (wait > 1)
-        MS_LOG_DEBUG("client-side throttling", MS_D("wait_s", wait));
+    count_throttle(c, wait);
     return ms__kube_sleep(wait, c->cancel);
 }
 
@@ -352,9 +384,11 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
     }
 }
 
-ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *path,
-                         const char *content_type, const char *body, size_t body_len,
-                         cJSON **out, ms_kube_error_t *kerr)
+/* ms_kube_request with the response body read under max_body bytes (0:
+ * MS_HTTP_DEFAULT_MAX_BODY). */
+static ms_err_t request_capped(ms_kube_client_t *c, const char *method, const char *path,
+                               const char *content_type, const char *body, size_t body_len,
+                               size_t max_body, cJSON **out, ms_kube_error_t *kerr)
 {
     ms__kube_call_t call;
     ms_http_response_t resp;
@@ -368,7 +402,7 @@ ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *pa
     call.content_type = content_type;
     call.body = body;
     call.body_len = body_len;
-    ms_http_response_init(&resp, 0);
+    ms_http_response_init(&resp, max_body);
     err = ms__kube_do(c, &call, &resp, kerr);
     if (err == MS_OK && out != NULL) {
         *out = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
@@ -380,9 +414,22 @@ ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *pa
     return err;
 }
 
+ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         cJSON **out, ms_kube_error_t *kerr)
+{
+    return request_capped(c, method, path, content_type, body, body_len, 0, out, kerr);
+}
+
 ms_err_t ms_kube_get(ms_kube_client_t *c, const char *path, cJSON **out, ms_kube_error_t *kerr)
 {
-    return ms_kube_request(c, "GET", path, NULL, NULL, 0, out, kerr);
+    return request_capped(c, "GET", path, NULL, NULL, 0, 0, out, kerr);
+}
+
+ms_err_t ms__kube_get_capped(ms_kube_client_t *c, const char *path, size_t max_body, cJSON **out,
+                             ms_kube_error_t *kerr)
+{
+    return request_capped(c, "GET", path, NULL, NULL, 0, max_body, out, kerr);
 }
 
 static ms_err_t send_json(ms_kube_client_t *c, const char *method, const char *path,

@@ -69,6 +69,11 @@ typedef struct {
 ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_response_t *resp,
                      ms_kube_error_t *kerr);
 
+/* ms_kube_get with the response body read under max_body bytes (0: the
+ * default cap): MS_ERR_TOOLARGE past it. *out is the caller's. */
+ms_err_t ms__kube_get_capped(ms_kube_client_t *c, const char *path, size_t max_body, cJSON **out,
+                             ms_kube_error_t *kerr);
+
 /* Fill kerr from an error status and its (Status) body. */
 void ms__kube_error_from_status(ms_kube_error_t *kerr, const char *method, const char *path,
                                 long status, const char *body, size_t len);

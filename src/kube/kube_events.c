@@ -1,7 +1,8 @@
 /*
  * kube_events.c - deduplicated core/v1 Events: a small LRU of event keys to the
  * Event's name and count; repeats become a merge patch of count and
- * lastTimestamp.
+ * lastTimestamp. Aggregates (ms_kube_record_combined) are keyed by object,
+ * type and reason alone, and their patch carries the latest message.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +118,7 @@ static seen_t *find(ms_kube_recorder_t *r, const char *key)
 }
 
 static cJSON *new_event(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, const char *type,
-                        const char *reason, const char *message, const char *name,
+                        const char *reason, const char *message, int count, const char *name,
                         const char *ts, const char *micro)
 {
     cJSON *ev = cJSON_CreateObject(), *md, *io, *src;
@@ -145,16 +146,50 @@ static cJSON *new_event(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
     cJSON_AddStringToObject(ev, "firstTimestamp", ts);
     cJSON_AddStringToObject(ev, "lastTimestamp", ts);
     cJSON_AddStringToObject(ev, "eventTime", micro);
-    cJSON_AddNumberToObject(ev, "count", 1);
+    cJSON_AddNumberToObject(ev, "count", count);
     cJSON_AddStringToObject(ev, "action", reason);
     cJSON_AddStringToObject(ev, "reportingComponent", r->component);
     cJSON_AddStringToObject(ev, "reportingInstance", r->instance[0] ? r->instance : r->component);
     return ev;
 }
 
+/* What one record call writes: `n` occurrences of an event shown with
+ * `message`, found again by `key_message`; a repeat's patch carries the
+ * message too when `patch_message` (an aggregate shows its latest). */
+typedef struct {
+    const char *key_message;
+    const char *message;
+    int n;
+    bool patch_message;
+} record_t;
+
+static ms_err_t record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, const char *type,
+                       const char *reason, const record_t *what, double now, int *count_out,
+                       ms_kube_error_t *kerr);
+
 ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, const char *type,
                         const char *reason, const char *message, double now, int *count_out,
                         ms_kube_error_t *kerr)
+{
+    record_t what = {message, message, 1, false};
+
+    return record(r, o, type, reason, &what, now, count_out, kerr);
+}
+
+ms_err_t ms_kube_record_combined(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o,
+                                 const char *type, const char *reason, const char *message, int n,
+                                 double now, int *count_out, ms_kube_error_t *kerr)
+{
+    char shown[1100];
+    record_t what = {MS_KUBE_EVENT_COMBINED, shown, n > 0 ? n : 1, true};
+
+    snprintf(shown, sizeof shown, "%s: %.1024s", MS_KUBE_EVENT_COMBINED, message);
+    return record(r, o, type, reason, &what, now, count_out, kerr);
+}
+
+static ms_err_t record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, const char *type,
+                       const char *reason, const record_t *what, double now, int *count_out,
+                       ms_kube_error_t *kerr)
 {
     char key[KEY_MAX], ts[40], micro[48], path[600];
     seen_t *s;
@@ -163,7 +198,7 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
 
     memset(kerr, 0, sizeof *kerr);
     if (!ms__kube_event_key(key, sizeof key, r->component, o->api_version, o->kind, o->namespace_,
-                            o->name, o->uid, type, reason, message)) {
+                            o->name, o->uid, type, reason, what->key_message)) {
         kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
                             "event message too long");
         return kerr->err;
@@ -176,14 +211,16 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
     s = find(r, key);
     if (s != NULL) {
         cJSON *patch = cJSON_CreateObject();
-        cJSON_AddNumberToObject(patch, "count", s->count + 1);
+        cJSON_AddNumberToObject(patch, "count", s->count + what->n);
         cJSON_AddStringToObject(patch, "lastTimestamp", ts);
+        if (what->patch_message)
+            cJSON_AddStringToObject(patch, "message", what->message);
         err = ms_kube_path(path, sizeof path, "v1", s->namespace_, "events", s->name, NULL);
         if (err == MS_OK)
             err = ms_kube_merge_patch(r->client, path, patch, NULL, kerr);
         cJSON_Delete(patch);
         if (err == MS_OK) {
-            s->count++;
+            s->count += what->n;
             unlink_seen(r, s);
             push_front(r, s);
             if (count_out)
@@ -204,7 +241,7 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
     /* client-go names events NAME.<unix nanoseconds in hex>. */
     snprintf(s->name, sizeof s->name, "%.200s.%llx%02lx", o->name,
              (unsigned long long)(now * 1e9), r->seq++ % 256);
-    body = new_event(r, o, type, reason, message, s->name, ts, micro);
+    body = new_event(r, o, type, reason, what->message, what->n, s->name, ts, micro);
     err = ms_kube_path(path, sizeof path, "v1", s->namespace_, "events", NULL, NULL);
     if (err == MS_OK)
         err = ms_kube_create(r->client, path, body, NULL, kerr);
@@ -214,7 +251,7 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
         free(s);
         goto out;
     }
-    s->count = 1;
+    s->count = what->n;
     push_front(r, s);
     if (++r->n > MS_KUBE_EVENT_CACHE) {
         seen_t *old = r->tail;
@@ -224,7 +261,7 @@ ms_err_t ms_kube_record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, co
         r->n--;
     }
     if (count_out)
-        *count_out = 1;
+        *count_out = what->n;
 out:
     pthread_mutex_unlock(&r->lock);
     if (err != MS_OK && kerr->err == MS_OK)

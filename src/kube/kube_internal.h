@@ -42,20 +42,36 @@ ms_err_t ms__kube_urlencode(ms_buf_t *b, const char *s);
 /* ---- token bucket (ratelimit.c) ---- */
 
 /* client-go's flowcontrol token bucket: qps tokens per second, at most
- * burst stored; starts full. Thread-safe. */
+ * burst stored; starts full. Thread-safe.
+ *
+ * Two classes of request share it. Foreground requests (the default)
+ * reserve: they may drive the count below zero and wait their turn. A
+ * background request (status writes, Events: ms_kube_background_set) never
+ * reserves: it takes a token only when one is there, so it never queues
+ * ahead of a scale write, and it has a floor of its own
+ * (MS__KUBE_BACKGROUND_FLOOR of qps) so a long run of foreground requests
+ * slows it without stopping it. Every request of both classes takes its
+ * token from the one count: together they stay within qps and burst. */
 typedef struct {
     pthread_mutex_t lock;
     double qps;
     double burst;
     double tokens;
     double last; /* time tokens was computed for; < 0 before the first use */
+    double floor_tokens; /* the background floor's bucket: qps * floor per second, at most 1 */
 } ms__kube_ratelimit_t;
+
+/* The share of qps that background requests get however busy the foreground is. */
+#define MS__KUBE_BACKGROUND_FLOOR 0.1
 
 void ms__kube_ratelimit_init(ms__kube_ratelimit_t *rl, double qps, int burst);
 void ms__kube_ratelimit_cleanup(ms__kube_ratelimit_t *rl);
 /* Take one token at time now; returns how long the caller must wait before
  * using it (0 when one was available). qps <= 0 means unlimited. */
 double ms__kube_ratelimit_reserve(ms__kube_ratelimit_t *rl, double now);
+/* A background request at time now: 0 when it took a token, else how long
+ * to wait before asking again (it took none). */
+double ms__kube_ratelimit_try_background(ms__kube_ratelimit_t *rl, double now);
 
 /* ---- exponential backoff with jitter (ratelimit.c) ---- */
 

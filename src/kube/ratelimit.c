@@ -12,10 +12,26 @@ void ms__kube_ratelimit_init(ms__kube_ratelimit_t *rl, double qps, int burst)
     rl->qps = qps;
     rl->burst = burst > 0 ? burst : 1;
     rl->tokens = rl->burst;
+    rl->floor_tokens = 1;
     rl->last = -1;
 }
 
 void ms__kube_ratelimit_cleanup(ms__kube_ratelimit_t *rl) { pthread_mutex_destroy(&rl->lock); }
+
+/* Under rl->lock: both buckets refilled up to now. */
+static void refill(ms__kube_ratelimit_t *rl, double now)
+{
+    if (rl->last >= 0 && now > rl->last) {
+        rl->tokens += (now - rl->last) * rl->qps;
+        if (rl->tokens > rl->burst)
+            rl->tokens = rl->burst;
+        rl->floor_tokens += (now - rl->last) * rl->qps * MS__KUBE_BACKGROUND_FLOOR;
+        if (rl->floor_tokens > 1)
+            rl->floor_tokens = 1;
+    }
+    if (rl->last < 0 || now > rl->last)
+        rl->last = now;
+}
 
 double ms__kube_ratelimit_reserve(ms__kube_ratelimit_t *rl, double now)
 {
@@ -24,18 +40,40 @@ double ms__kube_ratelimit_reserve(ms__kube_ratelimit_t *rl, double now)
     if (rl->qps <= 0)
         return 0;
     pthread_mutex_lock(&rl->lock);
-    if (rl->last >= 0 && now > rl->last) {
-        rl->tokens += (now - rl->last) * rl->qps;
-        if (rl->tokens > rl->burst)
-            rl->tokens = rl->burst;
-    }
-    if (rl->last < 0 || now > rl->last)
-        rl->last = now;
+    refill(rl, now);
     /* Taking a token may drive the count negative: a reservation on the
      * future, repaid at qps (golang.org/x/time/rate's Reserve). */
     rl->tokens -= 1;
     if (rl->tokens < 0)
         wait = -rl->tokens / rl->qps;
+    pthread_mutex_unlock(&rl->lock);
+    return wait;
+}
+
+double ms__kube_ratelimit_try_background(ms__kube_ratelimit_t *rl, double now)
+{
+    double wait = 0, shared, floor;
+
+    if (rl->qps <= 0)
+        return 0;
+    pthread_mutex_lock(&rl->lock);
+    refill(rl, now);
+    if (rl->tokens >= 1) {
+        rl->tokens -= 1;
+    } else if (rl->floor_tokens >= 1) {
+        /* The floor's turn: from the shared count too, which the
+         * foreground then repays (the sum stays within qps). */
+        rl->floor_tokens -= 1;
+        rl->tokens -= 1;
+    } else {
+        /* When the shared count would hold a token if nobody reserved
+         * meanwhile, or the floor's comes, whichever is first. */
+        shared = (1 - rl->tokens) / rl->qps;
+        floor = (1 - rl->floor_tokens) / (rl->qps * MS__KUBE_BACKGROUND_FLOOR);
+        wait = shared < floor ? shared : floor;
+        if (wait < 1e-3)
+            wait = 1e-3;
+    }
     pthread_mutex_unlock(&rl->lock);
     return wait;
 }

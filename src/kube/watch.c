@@ -130,6 +130,9 @@ static ms_err_t query_path(ms_buf_t *b, const char *path, const char *const *kv,
     return err;
 }
 
+/* A page's limit after its body went past the cap: half, down to one. */
+static long shrunk(long limit) { return limit > 1 ? limit / 2 : 0; }
+
 ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector,
                       long limit, ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap,
                       unsigned long *pages, ms_kube_error_t *kerr)
@@ -137,24 +140,42 @@ ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_s
     char *cont = NULL, limit_s[24];
     bool restarted = false;
     ms_err_t err = MS_OK;
+    long page_limit = limit > 0 ? limit : 500;
 
-    snprintf(limit_s, sizeof limit_s, "%ld", limit > 0 ? limit : 500);
     for (;;) {
         const char *kv[] = {"limit", limit_s, "continue", cont, "labelSelector", label_selector};
         ms_buf_t url;
         cJSON *doc = NULL, *items, *item;
         const cJSON *md, *next, *lrv;
 
+        snprintf(limit_s, sizeof limit_s, "%ld", page_limit);
         ms_buf_init(&url, 16384);
         if ((err = query_path(&url, path, kv, 6)) != MS_OK) {
             ms_buf_cleanup(&url);
             kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "list %s: URL too long", path);
             break;
         }
-        err = ms_kube_get(c, url.data, &doc, kerr);
+        err = ms__kube_get_capped(c, url.data, MS_KUBE_LIST_PAGE_MAX, &doc, kerr);
         ms_buf_cleanup(&url);
         if (pages != NULL)
             (*pages)++;
+        if (err == MS_ERR_TOOLARGE && shrunk(page_limit) > 0) {
+            /* The page's objects are too large together: ask again from the
+             * same point (a continue token holds a position, not a page
+             * size) for half as many. The smaller limit stays for the rest
+             * of this list. */
+            page_limit = shrunk(page_limit);
+            MS_LOG_INFO("list page over its size limit; asking for fewer objects",
+                        MS_S("path", path), MS_I("limit", page_limit),
+                        MS_I("max_bytes", (long long)MS_KUBE_LIST_PAGE_MAX));
+            continue;
+        }
+        if (err == MS_ERR_TOOLARGE) {
+            err = kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
+                                      "list %s: one object is larger than %u bytes", path,
+                                      MS_KUBE_LIST_PAGE_MAX);
+            break;
+        }
         if (err == MS_ERR_GONE && cont != NULL && !restarted) {
             /* The continue token expired (compaction): start over once. */
             MS_LOG_INFO("list continue token expired; listing again", MS_S("path", path));

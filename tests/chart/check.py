@@ -11,7 +11,11 @@
 Prints nothing and exits 0 when every assertion holds; otherwise one line per
 failed assertion on stdout and exit 1.
 """
+import base64
 import json
+import os
+import subprocess
+import tempfile
 import re
 import sys
 
@@ -79,14 +83,20 @@ def scale_rules(cr):
     return out
 
 
-def check_common(docs, release_ns, fullname):
+REVIEWS = {"tokenreviews", "subjectaccessreviews"}  # create-only, nothing stored
+
+
+def check_common(docs, release_ns, fullname, watch_ns=None):
     """What holds for every value set."""
     for d in docs:
         kind, meta = d.get("kind"), d.get("metadata", {})
         labels = meta.get("labels", {}) or {}
         for label in STANDARD_LABELS:
             expect(label in labels, f"{kind}/{meta.get('name')}: no label {label}")
-        if kind not in ("ClusterRole", "ClusterRoleBinding", "ServiceMonitor", "PrometheusRule", "ConfigMap"):
+        if watch_ns and kind in ("Role", "RoleBinding") and meta.get("name") == fullname:
+            expect(meta.get("namespace") == watch_ns,
+                   f"{kind}/{fullname}: namespace {meta.get('namespace')!r}, want the watched {watch_ns!r}")
+        elif kind not in ("ClusterRole", "ClusterRoleBinding", "ServiceMonitor", "PrometheusRule", "ConfigMap"):
             expect(meta.get("namespace") == release_ns,
                    f"{kind}/{meta.get('name')}: namespace {meta.get('namespace')!r}, want {release_ns!r}")
         # No wildcard anywhere in RBAC, and leases never cluster-wide.
@@ -164,8 +174,34 @@ def check_common(docs, release_ns, fullname):
     return dep, c, args
 
 
+def check_metrics_cert(docs, dep, c, fullname, release_ns):
+    """The chart-made certificate of /metrics: a TLS Secret whose certificate its
+    CA verifies for the Service's name, mounted, with the pods' checksum."""
+    secrets = [d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == f"{fullname}-metrics-tls"]
+    expect(len(secrets) == 1, f"want Secret {fullname}-metrics-tls, found {len(secrets)}")
+    if not secrets:
+        return
+    sec = secrets[0]
+    expect(sec.get("type") == "kubernetes.io/tls" and sorted(sec.get("data", {})) == ["ca.crt", "tls.crt", "tls.key"],
+           f"Secret {fullname}-metrics-tls: type {sec.get('type')}, keys {sorted(sec.get('data', {}))}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in ("ca.crt", "tls.crt"):
+            with open(os.path.join(tmp, key), "wb") as f:
+                f.write(base64.b64decode(sec["data"][key]))
+        name = f"{fullname}.{release_ns}.svc"
+        r = subprocess.run(["openssl", "verify", "-CAfile", os.path.join(tmp, "ca.crt"),
+                            "-verify_hostname", name, os.path.join(tmp, "tls.crt")],
+                           capture_output=True, text=True)
+        expect(r.returncode == 0, f"the certificate does not verify for {name} with the Secret's CA: {r.stdout}{r.stderr}")
+    ann = dep["spec"]["template"]["metadata"].get("annotations", {})
+    expect(re.fullmatch(r"[0-9a-f]{64}", str(ann.get("checksum/metrics-tls", ""))) is not None,
+           "pod template has no checksum/metrics-tls annotation")
+    expect({"name": "metrics-tls", "mountPath": "/etc/meshscaler/metrics-tls", "readOnly": True} in c.get("volumeMounts", []),
+           "the certificate is not mounted read-only at /etc/meshscaler/metrics-tls")
+
+
 def role_lease_rules(docs):
-    roles = by_kind(docs, "Role")
+    roles = [r for r in by_kind(docs, "Role") if r["metadata"]["name"].endswith("-leader-election")]
     rules = [r for role in roles for r in role.get("rules", [])]
     return roles, rules
 
@@ -174,17 +210,32 @@ def render_case(case, path):
     docs = load(path)
     release_ns = {"default": "meshscaler-system"}.get(case, "meshscaler-system")
     fullname = "prod-meshscaler" if case == "release-name" else "meshscaler"
-    dep, c, args = check_common(docs, release_ns, fullname)
+    watch_ns = "shop" if case in ("options", "watch-namespace", "watch-namespace-plain") else None
+    dep, c, args = check_common(docs, release_ns, fullname, watch_ns)
     kinds = sorted({d["kind"] for d in docs})
-    cr = one(docs, "ClusterRole")
+    crs = [d for d in by_kind(docs, "ClusterRole") if d["metadata"]["name"] == fullname]
+    cr = crs[0] if crs else {"rules": []}
+    if watch_ns:
+        # The rules live in the watched namespace's Role; the scale rules with them.
+        role = [d for d in by_kind(docs, "Role") if d["metadata"]["name"] == fullname]
+        expect(len(role) == 1, f"controller.watchNamespace: want one Role {fullname} in {watch_ns}, found {len(role)}")
+        expect(all(set(r.get("resources", [])) <= REVIEWS for r in cr["rules"]),
+               f"controller.watchNamespace: the ClusterRole grants more than the reviews: {cr['rules']}")
+        cr = role[0] if role else {"rules": []}
     scale = scale_rules(cr)
     roles, lrules = role_lease_rules(docs)
     pdbs = by_kind(docs, "PodDisruptionBudget")
 
     if case in ("default", "release-name"):
         expect(kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Lease", "Pod",
-                         "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"],
+                         "PodDisruptionBudget", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount"],
                f"kinds {kinds}")
+        # Secure by default (issue 23): namespaced user queries, /metrics over
+        # HTTPS with the two reviews, a certificate a scraper can verify.
+        for a in ("--user-queries=namespaced", "--metrics-secure=true",
+                  "--metrics-cert-dir=/etc/meshscaler/metrics-tls"):
+            expect(a in args, f"args lack {a}")
+        check_metrics_cert(docs, dep, c, fullname, release_ns)
         lease = one(docs, "Lease")
         expect(lease["metadata"]["name"] == "meshscaler" and lease["metadata"]["namespace"] == release_ns
                and not lease.get("spec"), "the release's Lease is not meshscaler with an empty spec")
@@ -204,7 +255,9 @@ def render_case(case, path):
                 ("", "pods"): ["get", "list", "watch"],
                 ("autoscaling", "horizontalpodautoscalers"): ["get", "list", "watch"],
                 ("", "events"): ["create", "patch"],
-                ("events.k8s.io", "events"): ["create", "patch"]}
+                ("events.k8s.io", "events"): ["create", "patch"],
+                ("authentication.k8s.io", "tokenreviews"): ["create"],
+                ("authorization.k8s.io", "subjectaccessreviews"): ["create"]}
         got = {(g, res): sorted(r["verbs"]) for r in cr["rules"] for g in r["apiGroups"] for res in r["resources"]
                if not res.endswith("/scale")}
         expect(got == want, f"ClusterRole rules other than scale: {got}")
@@ -234,7 +287,8 @@ def render_case(case, path):
         expect(url == f"http://$({svc_env}_SERVICE_HOST):$({svc_env}_SERVICE_PORT_HEALTH)/readyz",
                f"test URL {url}")
         expect(test["spec"].get("enableServiceLinks") is True, "the test pod has no service links")
-        expect(not dep["spec"]["template"]["spec"].get("volumes"), "volumes without credentials")
+        vols = dep["spec"]["template"]["spec"].get("volumes", [])
+        expect([v["name"] for v in vols] == ["metrics-tls"], f"volumes other than the metrics certificate: {vols}")
     elif case == "all-on":
         for k in ("ServiceMonitor", "PrometheusRule", "NetworkPolicy", "ConfigMap"):
             expect(k in kinds, f"no {k}")
@@ -242,6 +296,12 @@ def render_case(case, path):
         ep = sm.get("spec", {}).get("endpoints", [{}])[0]
         expect(ep.get("port") == "metrics" and ep.get("honorLabels") is True, f"ServiceMonitor endpoint {ep}")
         expect(sm["metadata"]["labels"].get("release") == "kps", "ServiceMonitor lacks serviceMonitor.labels")
+        tls = ep.get("tlsConfig", {})
+        expect(ep.get("scheme") == "https" and not tls.get("insecureSkipVerify"),
+               f"ServiceMonitor does not verify the certificate: scheme {ep.get('scheme')}, tlsConfig {tls}")
+        expect(tls.get("ca") == {"secret": {"name": f"{fullname}-metrics-tls", "key": "ca.crt"}}
+               and tls.get("serverName") == f"{fullname}.{release_ns}.svc",
+               f"ServiceMonitor tlsConfig {tls}: want the CA of {fullname}-metrics-tls and serverName {fullname}.{release_ns}.svc")
         pr = one(docs, "PrometheusRule")
         rules = [r for g in pr["spec"]["groups"] for r in g["rules"]]
         names = [r.get("alert") for r in rules]
@@ -285,7 +345,8 @@ def render_case(case, path):
         expect(not any(a.startswith("--leader-elect") for a in args), "dry-run takes no lease, yet --leader-elect")
         expect(not roles, "a Lease Role in dry-run")
         for r in cr["rules"]:
-            expect(not (set(r["verbs"]) & WRITE_VERBS), f"dry-run ClusterRole writes: {r}")
+            expect(not (set(r["verbs"]) & WRITE_VERBS) or set(r["resources"]) <= REVIEWS,
+                   f"dry-run ClusterRole writes: {r}")
         expect(not pdbs, "a PDB with one replica")
     elif case == "bearer-token":
         path = "/etc/meshscaler/prometheus/bearer-token/tok"
@@ -330,6 +391,43 @@ def render_case(case, path):
                "labelSelector not filled in")
     elif case == "pdb-force":
         expect(len(pdbs) == 1, "podDisruptionBudget.force with one replica renders no PDB")
+    elif case == "netpol-default":
+        np = one(docs, "NetworkPolicy")
+        peers = np["spec"]["ingress"][0].get("from", [])
+        expect(peers, "an enabled NetworkPolicy with an empty from (it admits everyone)")
+        expect({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}} in peers,
+               f"NetworkPolicy ingress peers {peers}: want the monitoring namespace")
+    elif case == "watch-namespace":
+        # (check_common and the set-up above: the Role in shop, the ClusterRole reviews only)
+        expect("--namespace=shop" in args, "args lack --namespace=shop")
+        rb = [d for d in by_kind(docs, "RoleBinding") if d["metadata"]["name"] == fullname]
+        expect(len(rb) == 1 and rb[0]["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": fullname}
+               and rb[0]["subjects"][0]["namespace"] == release_ns,
+               f"RoleBinding in shop: {rb}")
+        expect(any("meshautoscalers" in r.get("resources", []) for r in cr["rules"]), "the Role lacks meshautoscalers")
+    elif case == "watch-namespace-plain":
+        expect(not by_kind(docs, "ClusterRole") and not by_kind(docs, "ClusterRoleBinding"),
+               "controller.watchNamespace without metrics.secure: a ClusterRole or binding remains")
+        expect(not any(d["kind"] == "Secret" for d in docs), "a metrics certificate without metrics.secure")
+        expect("--metrics-secure=true" not in args, "--metrics-secure with metrics.secure=false")
+    elif case == "cert-manager":
+        cert = one(docs, "Certificate")
+        expect(cert["spec"]["secretName"] == f"{fullname}-metrics-tls"
+               and f"{fullname}.{release_ns}.svc" in cert["spec"]["dnsNames"], f"Certificate {cert.get('spec')}")
+        expect(cert["spec"]["issuerRef"]["kind"] == "Issuer" and one(docs, "Issuer")["spec"] == {"selfSigned": {}},
+               "no self-signed Issuer for an empty issuerRef")
+        expect(not by_kind(docs, "Secret"), "a chart-made Secret beside cert-manager's")
+        vols = dep["spec"]["template"]["spec"].get("volumes", [])
+        expect(any(v.get("secret", {}).get("secretName") == f"{fullname}-metrics-tls" for v in vols),
+               "the pods do not mount cert-manager's Secret")
+        sm = one(docs, "ServiceMonitor")
+        tls = sm["spec"]["endpoints"][0].get("tlsConfig", {})
+        expect(tls.get("ca", {}).get("secret", {}).get("name") == f"{fullname}-metrics-tls" and not tls.get("insecureSkipVerify"),
+               f"ServiceMonitor tlsConfig {tls}")
+    elif case == "cert-none":
+        expect("--metrics-secure=true" in args and not any(a.startswith("--metrics-cert-dir") for a in args),
+               f"source none: args {args}")
+        expect(not by_kind(docs, "Secret") and not by_kind(docs, "Certificate"), "source none makes a certificate")
     else:
         expect(False, f"unknown case {case}")
 

@@ -191,6 +191,11 @@ podDisruptionBudget: {maxUnavailable: 1}
 EOF
 rendered options "${URL[@]}" -f "$work/options.values.yaml"
 rendered pdb-force "${URL[@]}" --set replicaCount=1 --set podDisruptionBudget.force=true
+rendered netpol-default "${URL[@]}" --set networkPolicy.enabled=true
+rendered watch-namespace "${URL[@]}" --set controller.watchNamespace=shop
+rendered watch-namespace-plain "${URL[@]}" --set controller.watchNamespace=shop --set metrics.secure=false
+rendered cert-manager "${URL[@]}" --set metrics.certificate.source=certManager --set serviceMonitor.enabled=true
+rendered cert-none "${URL[@]}" --set metrics.certificate.source=none
 
 # --- refusals: the schema, then the templates' checks -------------------------------
 refused "no prometheus.url" 'prometheus\.url is required'
@@ -208,6 +213,11 @@ refused "pullPolicy Sometimes" "/image/pullPolicy'" "${URL[@]}" --set image.pull
 refused "kubeApiQps 0" "/controller/kubeApiQps'" "${URL[@]}" --set controller.kubeApiQps=0
 refused "a bad digest" "/image/digest'" "${URL[@]}" --set image.digest=latest
 refused "two replicas without leader election" 'leaderElection\.enabled=false needs replicaCount' "${URL[@]}" --set leaderElection.enabled=false
+refused "a ServiceMonitor that cannot verify" 'serviceMonitor with metrics\.certificate\.source=none needs serviceMonitor\.tlsConfig' "${URL[@]}" \
+  --set metrics.certificate.source=none --set serviceMonitor.enabled=true
+refused "a ServiceMonitor elsewhere without its CA" 'serviceMonitor\.namespace monitoring needs serviceMonitor\.tlsConfig' "${URL[@]}" \
+  --set serviceMonitor.enabled=true --set serviceMonitor.namespace=monitoring
+refused "certificate source unknown" "/metrics/certificate/source'" "${URL[@]}" --set metrics.certificate.source=selfsigned
 refused "a password in the URL" 'prometheus\.url: no user or password' --set prometheus.url=http://admin:secret@prometheus:9090
 refused "an Authorization header" 'prometheus\.headers: no Authorization' "${URL[@]}" --set-string 'prometheus.headers[0]=Authorization: Bearer x'
 refused "basic auth without a password Secret" 'prometheus\.basicAuth\.username needs' "${URL[@]}" --set prometheus.basicAuth.username=alice

@@ -3,11 +3,15 @@
 # next to a real workload, on whatever cluster KUBECONFIG names: the local cluster
 # (tests/integration/incluster/run.sh sets it up) or a kind cluster (e2e/kind/up.sh).
 #
-# It installs the chart, waits for the controller pods (one leader), scales an
-# app+sidecar Deployment whose sidecars Prometheus scrapes through the chart's RBAC
-# alone, runs `helm test`, upgrades with changed values while watching the Lease,
-# checks decisions go on after the upgrade, and uninstalls: nothing of the release
-# may stay but the CRD.
+# It installs the chart with its defaults (only the image, prometheus.url and a short
+# sync period set), checks they are secure (user queries namespaced; /metrics over
+# HTTPS: 401 without a token, 403 without the reader role, 200 for the reader over TLS
+# verified with the chart's CA for the Service's name, as the ServiceMonitor would),
+# waits for the controller pods (one leader), scales an app+sidecar Deployment whose
+# sidecars Prometheus scrapes through the chart's RBAC alone, runs `helm test`,
+# upgrades with changed values (plain /metrics, scraped by annotation) while watching
+# the Lease, checks decisions go on after the upgrade, and uninstalls: nothing of the
+# release may stay but the CRD.
 #
 # Needs:
 #   KUBECONFIG                     an administrator of the cluster
@@ -60,6 +64,7 @@ jget() { k get -n "$1" "$2" "$3" -o "jsonpath=$4" 2>/dev/null; }
 
 cleanup() {
   [ -n "${LEASE_WATCH_PID:-}" ] && kill "$LEASE_WATCH_PID" 2>/dev/null
+  k delete clusterrolebinding "$REL-scraper" --ignore-not-found >/dev/null 2>&1 || true
   "$HELM" uninstall "$REL" -n "$NS" --wait --timeout 60s >/dev/null 2>&1 || true
   k delete namespace "$APPNS" "$NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -74,12 +79,16 @@ done
 
 # --- install ----------------------------------------------------------------------------
 repo="${MESHSCALER_IMAGE%:*}" tag="${MESHSCALER_IMAGE##*:}"
-# The pods carry the usual scrape annotations, so the cluster's Prometheus collects the
-# controller's own series (the dashboard's data).
+# The chart's defaults but for the image, Prometheus and a short sync period: secure.
 VALUES=(--set "image.repository=$repo" --set "image.tag=$tag"
-  --set "prometheus.url=$PROMETHEUS_CLUSTER_URL" --set controller.syncPeriod=2s
+  --set "prometheus.url=$PROMETHEUS_CLUSTER_URL" --set controller.syncPeriod=2s)
+# From the upgrade on: plain /metrics, and the usual scrape annotations, so the
+# cluster's Prometheus (which scrapes pods by annotation, over HTTP without a token)
+# collects the controller's own series (the dashboard's data).
+PLAIN=(--set metrics.secure=false
   --set-string 'podAnnotations.prometheus\.io/scrape=true' --set-string 'podAnnotations.prometheus\.io/port=8080'
   --set-string 'podAnnotations.prometheus\.io/path=/metrics')
+METRICS=secure
 t0=$SECONDS
 check "helm install $REL (image $MESHSCALER_IMAGE)" "$HELM" install "$REL" "$REPO/charts/meshscaler" \
   -n "$NS" --create-namespace "${VALUES[@]}" --wait --timeout 180s
@@ -91,8 +100,93 @@ note "(install to Ready: ${T_INSTALL} s)"
 # pods: the controller's pods that are not terminating.
 pods() { k get pods -n "$NS" -l "app.kubernetes.io/instance=$REL,app.kubernetes.io/component=controller" \
   -o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' | awk 'NF == 1 {print $1}'; }
-# leader_of POD: its meshscaler_leader gauge, read through the API server's pod proxy.
-leader_of() { k get --raw "/api/v1/namespaces/$NS/pods/$1:8080/proxy/metrics" 2>/dev/null | awk '$1 == "meshscaler_leader" {print $2}'; }
+
+# --- secure defaults: user queries, /metrics behind TLS and the two reviews ----------------
+args="$(jget "$NS" deployment "$FULL" '{.spec.template.spec.containers[0].args}')"
+check "default: user queries namespaced (--user-queries=namespaced)" grep -q -- '--user-queries=namespaced' <<<"$args"
+check "default: secure /metrics (--metrics-secure=true, --metrics-cert-dir)" \
+  bash -c "grep -q -- '--metrics-secure=true' <<<'$args' && grep -q -- '--metrics-cert-dir=' <<<'$args'"
+# A scraper as Prometheus would be: a pod whose ServiceAccount is bound to the chart's
+# metrics-reader role, holding the CA of the chart's Secret. It scrapes each pod's
+# address under the Service's name (curl --resolve), as a ServiceMonitor with the
+# chart's tlsConfig (ca, serverName) does.
+SVCNAME="$FULL.$NS.svc"
+check "a scraper pod (ServiceAccount bound to $FULL-metrics-reader, the chart's CA)" k apply -n "$NS" -f - <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: scraper}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: stranger}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $REL-scraper}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: $FULL-metrics-reader}
+subjects: [{kind: ServiceAccount, name: scraper, namespace: $NS}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: scraper}
+spec:
+  serviceAccountName: scraper
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: scraper
+    image: $MESHSCALER_E2E_SIDECAR_IMAGE
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "while :; do sleep 3600; done"]
+    volumeMounts: [{name: ca, mountPath: /ca, readOnly: true}]
+  volumes:
+  - name: ca
+    secret: {secretName: $FULL-metrics-tls, items: [{key: ca.crt, path: ca.crt}]}
+EOF
+scraper_ready() { [ "$(jget "$NS" pod scraper '{.status.containerStatuses[0].ready}')" = true ]; }
+check "the scraper pod is Ready" eventually 60 scraper_ready
+pod_ip() { jget "$NS" pod "$1" '{.status.podIP}'; }
+# scrape IP NAME [TOKEN|-] : curl's "HTTP_CODE EXIT" for /metrics at IP as https://NAME:8080,
+# verified with the chart's CA; TOKEN "-" sends the scraper's own ServiceAccount token,
+# "" none. The body goes to /tmp/metrics in the pod.
+scrape() {
+  # shellcheck disable=SC2016 # expanded by the pod's shell
+  k exec -n "$NS" scraper -- sh -c '
+    if [ "$3" = - ]; then tok="$(cat /var/run/secrets/kubernetes.io/serviceaccount/token)"; else tok="$3"; fi
+    if [ -n "$tok" ]; then set -- "$1" "$2" -H "Authorization: Bearer $tok"; else set -- "$1" "$2"; fi
+    ip="$1" name="$2"; shift 2
+    code="$(curl -s -o /tmp/metrics -w "%{http_code}" --max-time 5 --cacert /ca/ca.crt \
+      --resolve "$name:8080:$ip" "$@" "https://$name:8080/metrics")"
+    echo "$code $?"' sh "$1" "$2" "${3:-}" 2>/dev/null
+}
+first_pod="$(pods | head -n 1)"
+ip="$(pod_ip "$first_pod")"
+got="$(scrape "$ip" "$SVCNAME")"
+check "an unauthenticated scrape is refused: 401 (got: $got)" test "$got" = "401 0"
+got="$(scrape "$ip" "$SVCNAME" "$(k create token stranger -n "$NS" 2>/dev/null)")"
+check "a token without the reader role is refused: 403 (got: $got)" test "$got" = "403 0"
+got="$(scrape "$ip" "$SVCNAME" -)"
+check "the reader's scrape is served over TLS verified for $SVCNAME: 200 (got: $got)" test "$got" = "200 0"
+check "its body is the controller's metrics (meshscaler_leader)" k exec -n "$NS" scraper -- grep -q '^meshscaler_leader ' /tmp/metrics
+got="$(scrape "$ip" "other.$NS.svc" -)"
+check "the verification is real: the same certificate under another name fails (curl exit 60; got: $got)" test "${got#* }" = 60
+# The ServiceMonitor of these values verifies with what the scrape above used.
+sm_tls="$("$HELM" template "$REL" "$REPO/charts/meshscaler" -n "$NS" "${VALUES[@]}" --set serviceMonitor.enabled=true \
+  --show-only templates/servicemonitor.yaml 2>&1 | python3 -c 'import sys, yaml, json
+ep = yaml.safe_load(sys.stdin)["spec"]["endpoints"][0]; print(json.dumps([ep.get("scheme"), ep.get("tlsConfig")], sort_keys=True))')"
+want_tls="$(python3 -c 'import json, sys; print(json.dumps(["https", {"ca": {"secret": {"key": "ca.crt", "name": sys.argv[1]}}, "serverName": sys.argv[2]}], sort_keys=True))' "$FULL-metrics-tls" "$SVCNAME")"
+check "the ServiceMonitor of these values verifies the same way (https, ca.crt of $FULL-metrics-tls, serverName $SVCNAME)" test "$sm_tls" = "$want_tls"
+
+# metrics_of POD: its /metrics: through the scraper while /metrics is secure, else
+# through the API server's pod proxy.
+metrics_of() {
+  if [ "$METRICS" = secure ]; then
+    [ "$(scrape "$(pod_ip "$1")" "$SVCNAME" -)" = "200 0" ] && k exec -n "$NS" scraper -- cat /tmp/metrics 2>/dev/null
+  else
+    k get --raw "/api/v1/namespaces/$NS/pods/$1:8080/proxy/metrics" 2>/dev/null
+  fi
+}
+# leader_of POD: its meshscaler_leader gauge.
+leader_of() { metrics_of "$1" | awk '$1 == "meshscaler_leader" {print $2}'; }
 one_leader() {
   local p n=0 seen=0
   for p in $(pods); do
@@ -181,7 +275,7 @@ check "the new pods become Ready" eventually 60 app_ready "$(jget "$APPNS" deplo
 
 # --- the series of the dashboard and the alerts ------------------------------------------
 leader_pod() { local p; for p in $(pods); do [ "$(leader_of "$p")" = 1 ] && { echo "$p"; return 0; }; done; return 1; }
-k get --raw "/api/v1/namespaces/$NS/pods/$(leader_pod):8080/proxy/metrics" > "$WORK/metrics.txt" 2>/dev/null
+metrics_of "$(leader_pod)" > "$WORK/metrics.txt"
 missing=""
 while read -r series; do
   [ -n "$series" ] && ! grep -q "^# TYPE $series " "$WORK/metrics.txt" && missing+="$series "
@@ -207,8 +301,9 @@ before="$(pods | sort | tr '\n' ' ')"
 ( while :; do printf '%s %s\n' "$(date +%s.%N)" "$(jget "$NS" lease meshscaler '{.spec.holderIdentity}|{.spec.renewTime}')"; sleep 0.2; done ) > "$WORK/lease.log" 2>/dev/null &
 LEASE_WATCH_PID=$!
 t0=$SECONDS
-check "helm upgrade --set controller.logLevel=debug rolls the controller" "$HELM" upgrade "$REL" "$REPO/charts/meshscaler" \
-  -n "$NS" "${VALUES[@]}" --set controller.logLevel=debug --wait --timeout 180s
+check "helm upgrade --set controller.logLevel=debug, plain /metrics, rolls the controller" "$HELM" upgrade "$REL" "$REPO/charts/meshscaler" \
+  -n "$NS" "${VALUES[@]}" "${PLAIN[@]}" --set controller.logLevel=debug --wait --timeout 180s
+METRICS=plain
 rolled() { local now; now="$(pods | sort | tr '\n' ' ')"; [ -n "$now" ] && [ "$(comm -12 <(tr ' ' '\n' <<<"$before" | sort) <(tr ' ' '\n' <<<"$now" | sort) | grep -c .)" -eq 0 ] && ready2; }
 check "both pods were replaced and are Ready" eventually 120 rolled
 check "one leader after the upgrade" eventually 60 one_leader

@@ -54,6 +54,36 @@ static void test_next_sync_is_aligned(void **state)
     }
 }
 
+/* Issue 28: an out-of-round sync joins the next round, never a round of its own. */
+static void test_early_syncs_join_the_next_round(void **state)
+{
+    (void)state;
+    /* handed out at 1000 with a 15 s period: due and grid 1015 */
+    assert_true(ms__due_at_grid(1015, 1015));
+    assert_true(ms__grid_round_is_now(1015, 1015, 1000)); /* the last round began at 1000 */
+    /* kicked (spec change, own status write), stale (due 0), a retry: early */
+    assert_false(ms__grid_round_is_now(0, 1015, 1000));
+    assert_false(ms__grid_round_is_now(1003, 1015, 1000));
+    /* never handed out yet (new object): early */
+    assert_false(ms__grid_round_is_now(0, 0, 0));
+    /* an invalid spec waits for a change */
+    assert_false(ms__due_at_grid(INFINITY, INFINITY));
+    /* a worker held it through its round (begun at 1015.2): it missed it and
+     * waits like an early one; still due at its grid time for lateness */
+    assert_false(ms__grid_round_is_now(1015, 1015, 1015.2));
+    assert_true(ms__due_at_grid(1015, 1015));
+
+    /* a round of the grid runs at once, early objects join it */
+    assert_true(ms__round_runs(5, 1, false, 1015, 1020));
+    /* early only: one catch-up round when the interval has passed... */
+    assert_true(ms__round_runs(3, 0, false, 1016, 1010));
+    /* ...else they wait */
+    assert_false(ms__round_runs(3, 0, false, 1016, 1025));
+    /* a new leader acts on everything at once */
+    assert_true(ms__round_runs(3, 0, true, 1016, 1025));
+    assert_false(ms__round_runs(0, 0, true, 1016, 0));
+}
+
 static void test_only_applied_scales_are_events(void **state)
 {
     ms_spec_t spec;
@@ -267,6 +297,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_next_sync_is_aligned),
+        cmocka_unit_test(test_early_syncs_join_the_next_round),
         cmocka_unit_test(test_only_applied_scales_are_events),
         cmocka_unit_test(test_pods_only_when_needed),
         cmocka_unit_test(test_pod_index_newest_ready),

@@ -14,7 +14,7 @@ here: only the paths of the read-only files they are mounted as.
 {{- end }}
 {{- if .Values.metrics.secure }}
 - --metrics-secure=true
-{{- if .Values.metrics.certSecretName }}
+{{- if include "meshscaler.metricsCertSecret" . }}
 - --metrics-cert-dir=/etc/meshscaler/metrics-tls
 {{- end }}
 {{- end }}
@@ -82,7 +82,7 @@ here: only the paths of the read-only files they are mounted as.
   mountPath: /etc/meshscaler/prometheus/ca
   readOnly: true
 {{- end }}
-{{- if and .Values.metrics.secure .Values.metrics.certSecretName }}
+{{- if include "meshscaler.metricsCertSecret" . }}
 - name: metrics-tls
   mountPath: /etc/meshscaler/metrics-tls
   readOnly: true
@@ -127,7 +127,7 @@ here: only the paths of the read-only files they are mounted as.
         path: {{ $.Values.prometheus.ca.key }}
 {{- end }}
 {{- if .Values.metrics.secure }}
-{{- with .Values.metrics.certSecretName }}
+{{- with include "meshscaler.metricsCertSecret" . }}
 - name: metrics-tls
   secret:
     secretName: {{ . }}

@@ -136,3 +136,104 @@ message that names the values to change.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+Where /metrics' serving certificate comes from (metrics.secure only): secret (the
+user's certSecretName), helm (genCA/genSignedCert), certManager, or none (the
+controller's own self-signed certificate). "" without metrics.secure.
+*/}}
+{{- define "meshscaler.metricsCertSource" -}}
+{{- if .Values.metrics.secure }}
+{{- if .Values.metrics.certSecretName }}secret
+{{- else if eq .Values.metrics.certificate.source "auto" }}
+{{- if .Capabilities.APIVersions.Has "cert-manager.io/v1" }}certManager{{ else }}helm{{ end }}
+{{- else }}{{ .Values.metrics.certificate.source }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding /metrics' certificate (tls.crt, tls.key, ca.crt); "" for none. */}}
+{{- define "meshscaler.metricsCertSecret" -}}
+{{- $src := include "meshscaler.metricsCertSource" . }}
+{{- if eq $src "secret" }}{{ .Values.metrics.certSecretName }}
+{{- else if or (eq $src "helm") (eq $src "certManager") }}{{ include "meshscaler.fullname" . }}-metrics-tls
+{{- end }}
+{{- end }}
+
+{{/* The names /metrics' certificate is made for: the Service's, short to fully qualified. */}}
+{{- define "meshscaler.metricsDNSNames" -}}
+{{- $svc := include "meshscaler.fullname" . }}
+{{- $ns := .Release.Namespace }}
+{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) | toJson }}
+{{- end }}
+
+{{/*
+The chart-made certificate of /metrics (source helm) as JSON {"tls.crt", "tls.key",
+"ca.crt"} (base64, as in a Secret's data): the Secret's own when it exists, so
+upgrades keep it, else a new CA (genCA) and a certificate it signs for the
+Service's names (genSignedCert). Made once per render and kept in .Values (which
+every template shares), so the Secret and the pods' checksum see the same one.
+*/}}
+{{- define "meshscaler.metricsTLSData" -}}
+{{- if not (hasKey .Values "_metricsTLS") }}
+{{- $name := printf "%s-metrics-tls" (include "meshscaler.fullname" .) }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace $name }}
+{{- $data := dict }}
+{{- if and $existing $existing.data (hasKey $existing.data "tls.crt") (hasKey $existing.data "tls.key") (hasKey $existing.data "ca.crt") }}
+{{- $data = dict "tls.crt" (index $existing.data "tls.crt") "tls.key" (index $existing.data "tls.key") "ca.crt" (index $existing.data "ca.crt") }}
+{{- else }}
+{{- $days := int .Values.metrics.certificate.validityDays }}
+{{- $ca := genCA (printf "%s-metrics-ca" (include "meshscaler.fullname" .)) $days }}
+{{- $dns := include "meshscaler.metricsDNSNames" . | fromJsonArray }}
+{{- $cert := genSignedCert (index $dns 2) nil $dns $days $ca }}
+{{- $data = dict "tls.crt" ($cert.Cert | b64enc) "tls.key" ($cert.Key | b64enc) "ca.crt" ($ca.Cert | b64enc) }}
+{{- end }}
+{{- $_ := set .Values "_metricsTLS" $data }}
+{{- end }}
+{{- toJson (get .Values "_metricsTLS") }}
+{{- end }}
+
+{{/*
+The controller's rules on the objects it watches and writes (the ClusterRole's,
+or the Role's in controller.watchNamespace); the /metrics reviews are apart.
+*/}}
+{{- define "meshscaler.rbacRules" -}}
+{{- $dry := .Values.controller.dryRun -}}
+# The controller's own resource: watch specs, write status only.
+- apiGroups: ["autoscaling.meshscaler.io"]
+  resources: ["meshautoscalers"]
+  verbs: ["get", "list", "watch"]
+{{- if not $dry }}
+- apiGroups: ["autoscaling.meshscaler.io"]
+  resources: ["meshautoscalers/status"]
+  verbs: ["get", "update", "patch"]
+{{- end }}
+# Scale targets, only through their scale subresource (never the whole object).
+{{- range .Values.rbac.scaleTargets }}
+- apiGroups: [{{ .apiGroup | quote }}]
+  resources: [{{ range $i, $r := .resources }}{{ if $i }}, {{ end }}{{ printf "%s/scale" $r | quote }}{{ end }}]
+  verbs: {{ if $dry }}["get"]{{ else }}["get", "update", "patch"]{{ end }}
+{{- end }}
+# The built-in workloads and their pods, read through watched caches: a
+# round reads replicas, selectors and pod readiness from memory instead of
+# one GET and one LIST per object (the caches keep only those fields).
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "replicasets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+{{- if not $dry }}
+# Conflict detection: a HorizontalPodAutoscaler that targets the same workload.
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["get", "list", "watch"]
+# Events are the user interface of `kubectl describe` (both event APIs).
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+{{- end }}

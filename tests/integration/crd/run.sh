@@ -96,6 +96,35 @@ refuse "negative tolerance" '{"spec":{"behavior":{"scaleUp":{"tolerance":"-0.1"}
 refuse "fallback without replicas" '{"spec":{"fallback":{"failureThreshold":2,"replicas":null}}}' "spec.fallback.replicas: Required value"
 refuse "bad metric name" '{"spec":{"metrics":[{"name":"no spaces","type":"Prometheus","prometheus":{"query":"q"},"target":{"type":"Value","value":1}}],"guardrails":null}}' "spec.metrics[0].name"
 refuse "missing scaleTargetRef" '{"spec":{"scaleTargetRef":null}}' "scaleTargetRef"
+# The query text of one object is bounded in all (65536 characters): 65536
+# characters in 9 queries (none over its own 8192) are accepted, one more is
+# refused; the guardrails' queries count too.
+queries_patch() { # TOTAL_CHARACTERS : a patch with 9 metric queries summing to it
+  python3 -c 'import json,sys
+total = int(sys.argv[1]); ms = []
+for i in range(9):
+    n = total // 9 + (1 if i < total % 9 else 0)
+    q = "sum(up{job=\"%s\"})" % ("j" * (n - 15))
+    assert len(q) == n
+    ms.append({"name": "m%d" % i, "type": "Prometheus", "prometheus": {"query": q},
+               "target": {"type": "Value", "value": 1}})
+print(json.dumps({"spec": {"metrics": ms, "guardrails": None}}))' "$1"
+}
+accept_patch() { # NAME PATCH : the valid object with PATCH is accepted
+  local obj out
+  obj="$(k create --dry-run=client -f "$here/valid-full.yaml" -o json 2>/dev/null |
+    python3 -c 'import json,sys; o=json.load(sys.stdin); p=json.loads(sys.argv[1])
+o["spec"].update({k: v for k, v in p["spec"].items() if v is not None})
+[o["spec"].pop(k) for k, v in p["spec"].items() if v is None]
+o["metadata"]["name"]="bound"; o["metadata"].pop("namespace",None); print(json.dumps(o))' "$2")"
+  if out=$(printf '%s' "$obj" | k create --dry-run=server -n "$ns" -f - 2>&1); then ok "$1: accepted"
+  else fail "$1: refused: $(cut -c1-300 <<<"$out")"; fi
+}
+accept_patch "query text of 65536 characters (9 queries)" "$(queries_patch 65536)"
+refuse "query text of 65537 characters" "$(queries_patch 65537)" "may total at most 65536 characters"
+refuse "query text over the bound through the guardrails" "$(python3 -c 'import json
+q = "sum(up{job=\"%s\"})" % ("j" * 8177)
+print(json.dumps({"spec": {"guardrails": {"downstream": [{"name": "d%d" % i, "usageQuery": q, "limitQuery": q, "perReplica": 1} for i in range(4)], "retryStorm": {"retryShareQuery": "x"}}}}))')" "may total at most 65536 characters"
 
 # --- meshscaler convert: what it writes is what the API server takes
 ms="$root/${MS_IT_BUILD:-build}/meshscaler"

@@ -300,6 +300,19 @@ static void test_events(void)
     it_kubectl(out, sizeof out,
                "-n %s get events --field-selector involvedObject.name=web,reason=SuccessfulRescale -o name | wc -l", ns);
     it_check(ok && (int)strtol(out, NULL, 10) == 2 && count == 1, "a different message is a new Event", "%s events: %s", kerr.message, out);
+
+    /* Aggregates (issue 28): 3 similar events folded, then 2 more: one Event
+     * per object and reason, its count 3 then 5, the latest message shown. */
+    ok = ms_kube_record_combined(rec, &obj, "Normal", "SuccessfulRescale", "New size: 7; reason: a", 3,
+                                 (double)time(NULL), &count, &kerr) == MS_OK && count == 3;
+    ok = ok && ms_kube_record_combined(rec, &obj, "Normal", "SuccessfulRescale", "New size: 9; reason: b", 2,
+                                       (double)time(NULL), &count, &kerr) == MS_OK && count == 5;
+    it_kubectl(out, sizeof out,
+               "-n %s get events --field-selector involvedObject.name=web,reason=SuccessfulRescale "
+               "-o jsonpath='{range .items[*]}{.count} {.message}{\"\\n\"}{end}' | grep combined", ns);
+    it_check(ok && strcmp(out, "5 (combined from similar events): New size: 9; reason: b") == 0,
+             "an aggregate: one Event, count 3 + 2, the latest message", "%s count=%d events: %s",
+             kerr.message, count, out);
     ms_kube_recorder_free(rec);
 }
 
