@@ -745,6 +745,10 @@ static void order_queries(ms_prom_tick_t *t)
 
 static size_t slots_of(const ms_prom_round_limits_t *l) { return l->slots ? l->slots : 8; }
 
+/* A time share of at least this part of the round is left to the round's
+ * deadline: the two would race, and the deadline names the cause. */
+#define ROUND_SHARE_MAX 0.95
+
 /* An object's share of the round's query time (slot-seconds); 0: none. */
 static double object_seconds(const ms_prom_tick_t *t, const owner_t *w)
 {
@@ -785,10 +789,13 @@ static void share_out(ms_prom_tick_t *t)
             continue;
         w = &t->owners[t->owner[q]];
         t->queries[q].group = w->lane + 1;
+        /* A share as long as the round is no limit of its own: the round's
+         * deadline ends such a query, and says so. */
         if ((seconds = object_seconds(t, w)) > 0) {
             floor_seconds = fmin(MS_PROM_MIN_QUERY_SECONDS, t->limits.seconds);
-            seconds /= (double)w->owned;
-            t->queries[q].share_seconds = fmin(fmax(seconds, floor_seconds), t->limits.seconds);
+            seconds = fmax(seconds / (double)w->owned, floor_seconds);
+            if (seconds < t->limits.seconds * ROUND_SHARE_MAX)
+                t->queries[q].share_seconds = seconds;
         }
         if ((bytes = object_bytes(t, w)) > 0) {
             bytes /= w->owned;
