@@ -85,6 +85,11 @@ typedef struct {
      * and free it (ms_http_response_cleanup) while the others go on. */
     void (*on_done)(void *ctx, ms_http_response_t *resp);
     void *done_ctx;
+    /* Batches only: requests of one group (a tenant) hold at most their
+     * fair share of the batch's slots, max_in_flight divided among the
+     * groups with requests waiting or running (at least one slot each);
+     * within a group they start in the order added. 0: no group, no limit. */
+    size_t group;
 } ms_http_request_t;
 
 struct ms_http_response {

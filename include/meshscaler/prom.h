@@ -61,7 +61,8 @@
     X(STALE, "the newest sample is older than the staleness limit")                            \
     X(NO_LIMIT, "no limit is known, so no utilization can be computed")                        \
     X(TEMPLATE, "the query template cannot be expanded")                                       \
-    X(NOT_CONFIGURED, "no query is configured for this value")
+    X(NOT_CONFIGURED, "no query is configured for this value")                               \
+    X(OVER_SHARE, "the object's share of the Prometheus round was used up")
 
 typedef enum {
 #define MS__PROM_REASON_ENUM(name, sentence) MS_PROM_##name,
@@ -110,6 +111,8 @@ typedef struct {
     ms_prom_series_t *series;  /* vector and matrix results */
     size_t nseries;
     size_t nwarnings;          /* Prometheus "warnings"; the data is still valid */
+    double seconds;            /* how long the answer took (a batch's run fills it) */
+    size_t bytes;              /* answer bytes read (a batch's run fills it) */
     char warning[MS_ERRBUF_SIZE]; /* the first one */
     /* private: besides series, a result owns three blocks, whatever the
      * number of series: every point, every label, and one arena holding
@@ -212,6 +215,11 @@ typedef struct {
                           client's max_body (--prometheus-max-response-bytes); 0: that */
     bool preset;       /* a preset's query (prom_sources.h): series per namespace,
                           workload and field, not one number */
+    /* A round's fair shares (tick.c): 0 for none. A query stopped at its own
+     * share ends as MS_PROM_OVER_SHARE, and no other query is touched. */
+    double share_seconds; /* the longest it may run, when less than the client's timeout */
+    size_t share_bytes;   /* the largest answer it may read, when less than its cap */
+    size_t group;         /* its tenant: groups share the run's slots fairly (http.h) */
     ms_prom_result_t result; /* initialised and filled by ms_prom_run() */
 } ms_prom_query_t;
 
@@ -228,6 +236,9 @@ typedef struct {
     const atomic_bool *cancel; /* shutdown: what is running ends as CANCELLED; may be NULL */
     size_t max_total_bytes;    /* all bodies of the run together; past it the rest ends
                                   as TOO_LARGE; 0: no cap */
+    size_t max_user_bytes;     /* the bodies of queries that are not presets together:
+                                  past it those end as TOO_LARGE while the presets go on
+                                  (the presets' reserve is the difference); 0: no own cap */
 } ms_prom_run_options_t;
 
 /* ms_prom_run, bounded in time and bytes (a round's tick). */
@@ -244,6 +255,8 @@ typedef struct {
     bool open;                   /* the circuit breaker is open now */
 } ms_prom_client_stats_t;
 void ms_prom_client_stats(ms_prom_client_t *client, ms_prom_client_stats_t *out);
+/* Queries one run keeps in flight, and the answer cap of a query. */
+void ms_prom_client_limits(const ms_prom_client_t *client, size_t *max_in_flight, size_t *max_body);
 
 /* ---- who may read what: selectors of user PromQL ----
  *

@@ -153,6 +153,46 @@ typedef struct {
 
 typedef struct ms_prom_tick ms_prom_tick_t;
 
+/* Fair shares of a round (docs/controller.md, "Fair shares of the round").
+ * The presets run first, outside every share, with a reserve of the bytes.
+ * The user queries (metrics and guardrails) are owned by their object, at
+ * most MS_PROM_USER_QUERIES_PER_OBJECT distinct ones per object, guardrails
+ * first (the rest are not sent: OVER_SHARE); a text is one query per
+ * namespace, never shared across namespaces (nobody can make another
+ * tenant's query theirs); they are sent round-robin across namespaces,
+ * and across the objects of a namespace, and each namespace holds at most
+ * its share of the slots. Every namespace with user queries gets an equal
+ * share of the round's query time (slots x seconds) and of the bytes left
+ * after the presets' reserve, split equally among its objects and, within
+ * an object, among its queries: a query past its share is stopped and read
+ * as OVER_SHARE by its owner only, with a detail naming the share. */
+#define MS_PROM_USER_QUERIES_PER_OBJECT 32
+/* The floors of one user query's shares: with very many objects an equal
+ * split would stop even cheap queries; the round's deadline and byte budget
+ * then stop what runs late. */
+#define MS_PROM_MIN_QUERY_SECONDS 1.0
+#define MS_PROM_MIN_ANSWER_BYTES 4096u
+/* The presets' reserve: their answer caps, at most this part of the bytes. */
+#define MS_PROM_PRESET_RESERVE_DIVISOR 4u
+
+typedef struct {
+    double seconds;   /* from the start of the run to the round's deadline; 0: no time shares */
+    size_t slots;     /* queries in flight at once; 0: 8 */
+    size_t max_bytes; /* the round's byte budget; 0: no byte shares */
+    size_t max_body;  /* the client's answer cap (a preset's reserve is at least it); 0: 1 MiB */
+    size_t max_user_queries; /* per object; 0: MS_PROM_USER_QUERIES_PER_OBJECT */
+} ms_prom_round_limits_t;
+
+/* What one namespace's user queries cost in the last run. */
+typedef struct {
+    const char *namespace_name; /* borrowed from the tick */
+    size_t objects;             /* objects that own user queries */
+    size_t queries;             /* distinct user queries sent */
+    size_t over_share;          /* values read as OVER_SHARE (cap, time or bytes) */
+    double seconds;             /* the queries' time, summed */
+    size_t bytes;               /* their answers' bytes */
+} ms_prom_namespace_cost_t;
+
 /* New tick with the preset options (copied). NULL only on a bad option,
  * with the reason in errbuf. */
 ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *opts, char *errbuf, size_t errlen);
@@ -182,6 +222,10 @@ ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *tick, ms_prom_client_t *client
  * recorded responses, and `meshscaler replay` from range queries. */
 typedef ms_err_t (*ms_prom_runner_fn)(void *ctx, ms_prom_query_t *queries, size_t n);
 
+/* The round the next runs share out (ms_prom_tick_run_bounded sets it from
+ * its bounds and client). Copied. */
+void ms_prom_tick_set_round(ms_prom_tick_t *tick, const ms_prom_round_limits_t *limits);
+
 /* ms_prom_tick_run with another runner. */
 ms_err_t ms_prom_tick_run_with(ms_prom_tick_t *tick, ms_prom_runner_fn run, void *ctx,
                                const ms_prom_object_t *objs, size_t n, ms_prom_object_obs_t *out);
@@ -195,5 +239,9 @@ void ms_prom_tick_observe(const ms_prom_tick_t *tick, const ms_prom_object_t *ob
 
 /* Figures of the last run. */
 void ms_prom_tick_stats(const ms_prom_tick_t *tick, ms_prom_tick_stats_t *out);
+
+/* The namespaces whose user queries cost most in the last run (by seconds,
+ * then bytes), at most max of them into out; returns how many. */
+size_t ms_prom_tick_costs(const ms_prom_tick_t *tick, ms_prom_namespace_cost_t *out, size_t max);
 
 #endif

@@ -349,6 +349,9 @@ typedef struct {
     int prom_queries;    /* counter: queries sent */
     int prom_failures;   /* counter: queries not OK */
     int prom_seconds;    /* histogram: one round's Prometheus tick */
+    int ns_seconds;      /* gauge {namespace}: user queries' time, last round's top namespaces */
+    int ns_bytes;        /* gauge {namespace}: their answers' bytes */
+    int ns_over_share;   /* gauge {namespace}: their values read OVER_SHARE */
     int round_objects;   /* gauge: objects in the last round */
     int round_seconds;   /* histogram: a round's planning and observing (its tick included) */
     int sync_lateness;   /* histogram: how long after its due time an object's round began */
@@ -519,6 +522,10 @@ void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const
 void ms__metrics_declare(ms_controller_t *c);
 /* Remove every per-object series of ns/name (the object was deleted). */
 void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name);
+/* The per-namespace costs of a round's tick: its MS__COST_NAMESPACES
+ * costliest namespaces replace the last round's series. */
+#define MS__COST_NAMESPACES 10
+void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick);
 /* Leader, queue, cache gauges and the clients' request counters. */
 void ms__metrics_refresh(ms_controller_t *c);
 /* Observe (time it, count it) one API call of a sync or the status writer:

@@ -48,6 +48,22 @@ static void object_families(ms_controller_t *c)
                                        3, NULL, 0);
 }
 
+void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick)
+{
+    ms_prom_namespace_cost_t costs[MS__COST_NAMESPACES];
+    size_t n = ms_prom_tick_costs(tick, costs, MS__COST_NAMESPACES);
+
+    ms_metrics_remove_matching(c->metrics, c->fam.ns_seconds, NULL, 0);
+    ms_metrics_remove_matching(c->metrics, c->fam.ns_bytes, NULL, 0);
+    ms_metrics_remove_matching(c->metrics, c->fam.ns_over_share, NULL, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *ns[1] = {costs[i].namespace_name};
+        ms_metrics_set(c->metrics, c->fam.ns_seconds, ns, costs[i].seconds);
+        ms_metrics_set(c->metrics, c->fam.ns_bytes, ns, (double)costs[i].bytes);
+        ms_metrics_set(c->metrics, c->fam.ns_over_share, ns, (double)costs[i].over_share);
+    }
+}
+
 void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name)
 {
     const char *obj[] = {ns, name};
@@ -103,6 +119,20 @@ void ms__metrics_declare(ms_controller_t *c)
                                         "meshscaler_prometheus_tick_duration_seconds",
                                         "Time of one round's Prometheus tick (all its queries).",
                                         NULL, 0, sync_buckets, 11);
+    f->ns_seconds = ms_metrics_family(
+        m, MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_query_seconds",
+        "Time of a namespace's user queries in the last round, summed over its queries; only "
+        "the round's 10 costliest namespaces (the series are replaced every round).",
+        (const char *const[]){"namespace"}, 1, NULL, 0);
+    f->ns_bytes = ms_metrics_family(
+        m, MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_answer_bytes",
+        "Answer bytes of a namespace's user queries in the last round; the same 10 namespaces.",
+        (const char *const[]){"namespace"}, 1, NULL, 0);
+    f->ns_over_share = ms_metrics_family(
+        m, MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_over_share",
+        "User queries of a namespace stopped at their share of the last round, or not sent "
+        "past the cap of 32 per object (their values read OVER_SHARE); the same 10 namespaces.",
+        (const char *const[]){"namespace"}, 1, NULL, 0);
     f->round_objects = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_round_objects",
                                          "Objects observed together in the last round.", NULL, 0,
                                          NULL, 0);

@@ -480,14 +480,17 @@ static void observe(ms_controller_t *c, ms__round_t *r)
     /* Bounded: a hung or flooding Prometheus costs one round at most its
      * deadline and its byte budget; shutdown cancels what is in flight. */
     double timeout = c->cfg.round_timeout > 0 ? c->cfg.round_timeout : fmin(c->cfg.sync_period, 10.0);
-    ms_prom_run_options_t bounds = {r->now + timeout, &c->prom_cancel,
-                                    c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
+    ms_prom_run_options_t bounds = {
+        .deadline = r->now + timeout,
+        .cancel = &c->prom_cancel,
+        .max_total_bytes = c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
 
     err = ms_prom_tick_run_bounded(r->tick, c->prom, r->objs, m, &bounds, NULL);
     ms_prom_tick_stats(r->tick, &st);
     ms_metrics_add(c->metrics, c->fam.prom_queries, NULL, (double)st.queries_sent);
     ms_metrics_add(c->metrics, c->fam.prom_failures, NULL, (double)st.failed_queries);
     ms_metrics_observe(c->metrics, c->fam.prom_seconds, NULL, st.seconds);
+    ms__metrics_round_costs(c, r->tick);
     MS_LOG_DEBUG("round observed", MS_I("objects", (long long)m),
                  MS_I("queries", (long long)st.queries_sent),
                  MS_I("failed", (long long)st.failed_queries), MS_D("seconds", st.seconds));

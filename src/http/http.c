@@ -53,6 +53,7 @@ typedef struct {
     bool too_large;
     bool sink_stopped;
     bool finished;      /* batches: ended and its on_done called */
+    bool started;       /* batches: taken from the queue */
     bool idle_expired;  /* stopped by req->idle_timeout_ms */
     double last_byte;   /* monotonic time the last header or body byte arrived */
     char curl_error[CURL_ERROR_SIZE];
@@ -658,12 +659,80 @@ static size_t batch_abort(ms_http_batch_t *b, ms_err_t err, const char *why)
 
 ms_err_t ms_http_batch_run(ms_http_batch_t *b) { return ms_http_batch_run_until(b, 0, NULL); }
 
+/* The slots of a batch shared fairly among the groups of its requests:
+ * left[g] requests of group g have not ended, running[g] of them run. */
+typedef struct {
+    size_t *left, *running;
+    size_t ngroups; /* largest group + 1 */
+    size_t active;  /* groups (> 0) with requests left */
+    size_t first;   /* no request before this one waits */
+} fair_t;
+
+static void fair_init(fair_t *f, const ms_http_batch_t *b)
+{
+    memset(f, 0, sizeof *f);
+    for (size_t i = 0; i < b->n; i++)
+        if (b->items[i].req->group >= f->ngroups)
+            f->ngroups = b->items[i].req->group + 1;
+    f->left = ms_xcalloc(f->ngroups, sizeof *f->left);
+    f->running = ms_xcalloc(f->ngroups, sizeof *f->running);
+    for (size_t i = 0; i < b->n; i++) {
+        size_t g = b->items[i].req->group;
+        if (g > 0 && f->left[g]++ == 0)
+            f->active++;
+    }
+}
+
+static void fair_cleanup(fair_t *f)
+{
+    free(f->left);
+    free(f->running);
+}
+
+/* The next request that may start: the first waiting one whose group holds
+ * fewer than its share of the slots; NULL when none. */
+static transfer_t *fair_next(const ms_http_batch_t *b, fair_t *f)
+{
+    size_t share = f->active > 0 ? b->max_in_flight / f->active : b->max_in_flight;
+
+    if (share == 0)
+        share = 1;
+    while (f->first < b->n && b->items[f->first].started)
+        f->first++;
+    for (size_t i = f->first; i < b->n; i++) {
+        transfer_t *t = &b->items[i];
+        size_t g = t->req->group;
+        if (!t->started && (g == 0 || f->running[g] < share))
+            return t;
+    }
+    return NULL;
+}
+
+static void fair_started(fair_t *f, transfer_t *t)
+{
+    t->started = true;
+    f->running[t->req->group]++;
+}
+
+static void fair_ended(fair_t *f, const transfer_t *t, bool was_running)
+{
+    size_t g = t->req->group;
+
+    if (was_running)
+        f->running[g]--;
+    if (g > 0 && --f->left[g] == 0)
+        f->active--;
+}
+
 ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atomic_bool *stop)
 {
-    size_t next = 0, running = 0, done = 0;
+    size_t running = 0, done = 0;
     ms_err_t err = MS_OK;
+    fair_t fair;
 
+    fair_init(&fair, b);
     while (done < b->n) {
+        transfer_t *t;
         /* With a stop flag, look at it ten times a second: shutdown must
          * not wait for a hung server's next byte (or a second's poll). */
         int still, queued, wait_ms = stop != NULL ? 100 : 1000;
@@ -683,15 +752,17 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
                 wait_ms = (int)(left * 1000) + 1;
         }
 
-        /* Keep at most max_in_flight transfers going. */
-        while (next < b->n && running < b->max_in_flight) {
-            transfer_t *t = &b->items[next++];
+        /* Keep at most max_in_flight transfers going, each group within
+         * its share. */
+        while (running < b->max_in_flight && (t = fair_next(b, &fair)) != NULL) {
             ms_err_t serr = setup(b->client, t, true);
 
+            fair_started(&fair, t);
             if (serr == MS_OK && curl_multi_add_handle(b->multi, t->easy) == CURLM_OK) {
                 running++;
                 continue;
             }
+            fair_ended(&fair, t, true);
             t->resp->err = ms_errf(t->resp->error, sizeof t->resp->error,
                                    serr != MS_OK ? serr : MS_ERR_IO,
                                    "%s %s: cannot start the request",
@@ -706,8 +777,7 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
             break;
         }
         while ((msg = curl_multi_info_read(b->multi, &queued)) != NULL) {
-            transfer_t *t = NULL;
-
+            t = NULL;
             if (msg->msg != CURLMSG_DONE)
                 continue;
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
@@ -715,12 +785,13 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
             curl_multi_remove_handle(b->multi, t->easy);
             transfer_free(t);
             t->finished = true;
+            fair_ended(&fair, t, true);
             batch_done(t);
             running--;
             done++;
         }
-        /* Wait only when no finished slot can take the next request. */
-        if (done < b->n && running > 0 && !(next < b->n && running < b->max_in_flight) &&
+        /* Wait only when no finished slot can take a waiting request. */
+        if (done < b->n && running > 0 && !(running < b->max_in_flight && fair_next(b, &fair)) &&
             curl_multi_poll(b->multi, NULL, 0, wait_ms, NULL) != CURLM_OK) {
             err = MS_ERR_IO;
             break;
@@ -728,6 +799,7 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
     }
     /* On a batch failure, whatever has not ended is torn down. */
     batch_abort(b, MS_ERR_IO, "batch aborted");
+    fair_cleanup(&fair);
     b->n = 0;
     return err;
 }

@@ -307,13 +307,24 @@ static ms_err_t form_number(ms_buf_t *b, const char *key, double v)
     return ms_buf_append(b, tmp, (size_t)n);
 }
 
+static bool share_time_binds(const ms_prom_client_t *c, const ms_prom_query_t *q)
+{
+    return q->share_seconds > 0 && q->share_seconds * 1000 < (double)c->timeout_ms;
+}
+
+/* The whole transfer: the client's timeout, or the query's share when less. */
+static long query_timeout_ms(const ms_prom_client_t *c, const ms_prom_query_t *q)
+{
+    return share_time_binds(c, q) ? (long)(q->share_seconds * 1000) : c->timeout_ms;
+}
+
 static ms_err_t build_body(const ms_prom_client_t *c, const ms_prom_query_t *q, ms_buf_t *b)
 {
     char tmp[64];
     ms_err_t err;
     /* The server gives up a little before we do, so its typed timeout error
      * arrives instead of a cut connection. */
-    long server_ms = c->timeout_ms - c->timeout_ms / 10;
+    long server_ms = query_timeout_ms(c, q) - query_timeout_ms(c, q) / 10;
     int n;
 
     if ((err = ms_buf_append(b, "query=", 6)) != MS_OK || (err = form_append(b, q->query)) != MS_OK)
@@ -377,16 +388,31 @@ typedef struct {
     size_t *total;            /* bytes of the run so far, charged as they arrive */
     size_t max_total;
     atomic_bool *over_budget; /* set when total passes max_total: the rest stops */
+    size_t *user_total;       /* bytes of the run's queries that are not presets */
+    size_t max_user;
+    atomic_bool *users_over;  /* set when user_total passes max_user: those stop */
+    double deadline;          /* the run's (monotonic; 0: none) */
     bool sent;
     bool too_large; /* on_chunk stopped it at the answer's cap */
+    size_t bytes;   /* of this answer */
 } pending_query_t;
 
 /* The cap one answer is read under: the client's, or its query's own when
  * that is larger (a preset's grows with the objects it covers). */
 static size_t answer_cap(const ms_prom_client_t *c, const ms_prom_query_t *q)
 {
-    return q->max_bytes > c->max_body ? q->max_bytes : c->max_body;
+    size_t cap = q->max_bytes > c->max_body ? q->max_bytes : c->max_body;
+
+    return q->share_bytes > 0 && q->share_bytes < cap ? q->share_bytes : cap;
 }
+
+/* Whether the query's own share, not the client's limits, is what stops it. */
+static bool share_bytes_bind(const ms_prom_client_t *c, const ms_prom_query_t *q)
+{
+    return q->share_bytes > 0 && q->share_bytes < (q->max_bytes > c->max_body ? q->max_bytes
+                                                                                : c->max_body);
+}
+
 
 /* An answer past its cap: the HTTP layer's line ("POST <url>: response body
  * exceeds its size limit") with the cap in bytes and what raises it. */
@@ -394,7 +420,11 @@ static void name_the_cap(const pending_query_t *p, const ms_http_response_t *res
 {
     ms_prom_result_t *r = &p->query->result;
 
-    if (p->query->max_bytes > p->client->max_body)
+    if (share_bytes_bind(p->client, p->query)) {
+        r->reason = MS_PROM_OVER_SHARE;
+        ms_errf(r->message, sizeof r->message, MS_OK,
+                "the answer passed this query's share of the round, %zu bytes", resp->body.max);
+    } else if (p->query->max_bytes > p->client->max_body)
         ms_errf(r->message, sizeof r->message, MS_OK, "%s of %zu bytes (this query's cap)",
                 resp->error, resp->body.max);
     else
@@ -411,15 +441,24 @@ static int on_chunk(void *ctx, const char *data, size_t len)
 {
     pending_query_t *p = ctx;
 
-    if (atomic_load(p->over_budget))
+    if (atomic_load(p->over_budget) || (!p->query->preset && atomic_load(p->users_over)))
         return 1;
-    *p->total += len;
-    if (p->max_total > 0 && *p->total > p->max_total) {
-        atomic_store(p->over_budget, true);
-        return 1;
-    }
+    /* Past its own cap first: an answer stopped there is its own failure and
+     * charges the run's budgets nothing more (the caps of a round's fair
+     * shares add up to its budget exactly). */
     if (ms_buf_append(&p->resp->body, data, len) != MS_OK) {
         p->too_large = true;
+        return 1;
+    }
+    *p->total += len;
+    p->bytes += len;
+    if (p->max_total > 0 && *p->total > p->max_total) {
+        atomic_store(p->over_budget, true);
+        atomic_store(p->users_over, true);
+        return 1;
+    }
+    if (!p->query->preset && p->max_user > 0 && (*p->user_total += len) > p->max_user) {
+        atomic_store(p->users_over, true);
         return 1;
     }
     return 0;
@@ -442,11 +481,28 @@ static void on_answer(void *ctx, ms_http_response_t *resp)
         ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
                 "not read: the round's answers passed %zu bytes (raise --prometheus-max-round-bytes)",
                 p->max_total);
+    } else if (atomic_load(p->users_over) && resp->err == MS_ERR_CANCELLED) {
+        ms_prom_result_cleanup(&p->query->result);
+        p->query->result.reason = MS_PROM_TOO_LARGE;
+        ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
+                "not read: the round's user queries passed their %zu bytes (the rest is the "
+                "presets' reserve; raise --prometheus-max-round-bytes)",
+                p->max_user);
     } else {
         ms_prom_decode_response(resp, &p->query->result);
         if (resp->err == MS_ERR_TOOLARGE)
             name_the_cap(p, resp);
+        /* Stopped at its own time share, before the round's deadline. */
+        if (p->query->result.reason == MS_PROM_TIMEOUT && share_time_binds(p->client, p->query) &&
+            (p->deadline <= 0 || ms_clock_monotonic() < p->deadline)) {
+            p->query->result.reason = MS_PROM_OVER_SHARE;
+            ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
+                    "the query ran past its share of the round, %.1f s",
+                    p->query->share_seconds);
+        }
     }
+    p->query->result.seconds = resp->total_seconds;
+    p->query->result.bytes = p->bytes;
     ms_http_response_cleanup(resp);
 }
 
@@ -502,7 +558,7 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
                              const ms_prom_run_options_t *o)
 {
     const char *hdrs[MAX_HEADERS + 4];
-    size_t nh = 0, sent = 0, total = 0;
+    size_t nh = 0, sent = 0, total = 0, user_total = 0;
     ms_http_request_t *reqs = NULL;
     ms_http_response_t *resps = NULL;
     ms_buf_t *bodies = NULL;
@@ -511,9 +567,10 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
     char why[MS_ERRBUF_SIZE] = "", *token = NULL;
     ms_err_t err = MS_OK;
     unsigned long long failures = 0, transport = 0;
-    atomic_bool over_budget;
+    atomic_bool over_budget, users_over;
 
     atomic_init(&over_budget, false);
+    atomic_init(&users_over, false);
     for (size_t i = 0; i < n; i++)
         ms_prom_result_cleanup(&qs[i].result);
     if (n == 0)
@@ -545,16 +602,19 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
             fail_all(&qs[i], 1, MS_PROM_BAD_QUERY, "the query is too long to send");
             continue; /* the others still run */
         }
-        pend[i] = (pending_query_t){c, &qs[i], &resps[i], &total, o->max_total_bytes, &over_budget,
-                                    true, false};
+        pend[i] = (pending_query_t){c,           &qs[i],      &resps[i],
+                                    &total,      o->max_total_bytes,      &over_budget,
+                                    &user_total, o->max_user_bytes,       &users_over,
+                                    o->deadline, true,        false,      0};
         reqs[i] = (ms_http_request_t){.method = "POST",
                                       .url = qs[i].range ? c->range_url : c->query_url,
                                       .headers = hdrs,
                                       .nheaders = nh,
                                       .body = bodies[i].data,
                                       .body_len = bodies[i].len,
-                                      .timeout_ms = c->timeout_ms,
-                                      .cancel = &over_budget,
+                                      .timeout_ms = query_timeout_ms(c, &qs[i]),
+                                      .cancel = qs[i].preset ? &over_budget : &users_over,
+                                      .group = qs[i].group,
                                       .sink = on_chunk,
                                       .sink_ctx = &pend[i],
                                       .on_done = on_answer,
@@ -602,6 +662,12 @@ out:
     free(pend);
     free_secret(token);
     return err;
+}
+
+void ms_prom_client_limits(const ms_prom_client_t *c, size_t *max_in_flight, size_t *max_body)
+{
+    *max_in_flight = c->max_in_flight;
+    *max_body = c->max_body;
 }
 
 void ms_prom_client_stats(ms_prom_client_t *c, ms_prom_client_stats_t *out)

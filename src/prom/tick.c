@@ -1,7 +1,8 @@
 /*
  * tick.c - one observation round for many objects: plan the queries (one
- * per preset kind in use, plus each distinct expanded user query), run them
- * in one bounded batch, and split the answers back per object.
+ * per preset kind in use, plus each distinct expanded user query), share
+ * the round out fairly among namespaces and objects, run the queries in one
+ * bounded batch, and split the answers back per object.
  */
 #include <math.h>
 #include <stdint.h>
@@ -23,10 +24,18 @@
 #define SLOT_SAT_REJECTED(i) (SLOT_RETRY + 1 + MS_MAX_METRICS + (i))
 #define NSLOTS (SLOT_RETRY + 1 + 2 * MS_MAX_METRICS)
 
-/* A slot holds a query index (>= 0), PLAN_NONE, or a template error whose
- * detail is details[PLAN_TEMPLATE_BASE - value]. */
+/* A slot holds a query index (>= 0), PLAN_NONE, PLAN_OVER_CAP (a query
+ * past the object's cap, not sent), or a template error whose detail is
+ * details[PLAN_TEMPLATE_BASE - value]. */
 #define PLAN_NONE (-1)
-#define PLAN_TEMPLATE_BASE (-2)
+#define PLAN_OVER_CAP (-2)
+#define PLAN_TEMPLATE_BASE (-3)
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
+/* The owner of a preset query: every object. */
+#define NO_OWNER SIZE_MAX
 
 enum { F_USAGE = 1, F_LIMIT = 2, F_USAGE_ALL = 4, F_PODS = 8, F_AGE = 16 };
 
@@ -41,6 +50,22 @@ typedef struct {
     const char *detail;
 } answer_t;
 
+/* A namespace whose objects own user queries in this run. */
+typedef struct {
+    char *name; /* owned */
+    size_t objects, queries, over_share;
+    double seconds;
+    size_t bytes;
+} lane_t;
+
+/* What the planning knows of one object. */
+typedef struct {
+    size_t lane;     /* its namespace's lane; valid when owned > 0 */
+    size_t lane_pos; /* its place among the lane's objects */
+    size_t owned;    /* distinct user queries it owns */
+    size_t over_cap; /* user queries past MS_PROM_USER_QUERIES_PER_OBJECT */
+} owner_t;
+
 struct ms_prom_tick {
     ms_prom_preset_options_t opts; /* strings point at the copies below */
     char *workload_label;
@@ -50,6 +75,8 @@ struct ms_prom_tick {
     ms_prom_query_t *queries;
     char **texts; /* owned query text, parallel to queries */
     answer_t *answers;
+    size_t *owner; /* the object that owns each query, or NO_OWNER (a preset) */
+    size_t *rank;  /* a user query's place among its owner's queries */
     size_t nqueries, capqueries;
     int builtin[MS_PROM_KIND__COUNT]; /* query index, or -1 */
     size_t kind_objects[MS_PROM_KIND__COUNT]; /* objects that use each preset kind */
@@ -67,6 +94,12 @@ struct ms_prom_tick {
     ms_strmap_t namespaces;
     const char **namespace_list; /* borrowed from the objects during the run */
     size_t nnamespaces, capnamespaces;
+    ms_strmap_t lane_index; /* namespace -> lane index */
+    lane_t *lanes;
+    size_t nlanes, caplanes;
+    owner_t *owners; /* nplanned */
+    ms_prom_round_limits_t limits;
+    size_t user_bytes; /* what user queries may read together; 0: no cap */
     ms_prom_tick_stats_t stats;
 };
 
@@ -107,8 +140,11 @@ ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *o, char *errbuf
     ms_strmap_init(&t->groups);
     ms_strmap_init(&t->containers);
     ms_strmap_init(&t->namespaces);
+    ms_strmap_init(&t->lane_index);
     return t;
 }
+
+void ms_prom_tick_set_round(ms_prom_tick_t *t, const ms_prom_round_limits_t *l) { t->limits = *l; }
 
 /* Forget the last run. */
 static void reset(ms_prom_tick_t *t)
@@ -125,6 +161,13 @@ static void reset(ms_prom_tick_t *t)
     ms_strmap_cleanup(&t->groups);
     ms_strmap_cleanup(&t->containers);
     ms_strmap_cleanup(&t->namespaces);
+    ms_strmap_cleanup(&t->lane_index);
+    for (size_t i = 0; i < t->nlanes; i++)
+        free(t->lanes[i].name);
+    t->nlanes = 0;
+    free(t->owners);
+    t->owners = NULL;
+    t->user_bytes = 0;
     t->nfields = 0;
     memset(t->kind_objects, 0, sizeof t->kind_objects);
     t->ncontainers = 0;
@@ -144,6 +187,9 @@ void ms_prom_tick_free(ms_prom_tick_t *t)
     free(t->queries);
     free(t->texts);
     free(t->answers);
+    free(t->owner);
+    free(t->rank);
+    free(t->lanes);
     free(t->details);
     free(t->fields);
     free(t->container_list);
@@ -162,8 +208,8 @@ static size_t keep_detail(ms_prom_tick_t *t, const char *line)
 }
 
 /* Append a query that takes ownership of text; returns its index. The
- * three per-query arrays grow together. */
-static size_t add_query(ms_prom_tick_t *t, char *text)
+ * five per-query arrays grow together. */
+static size_t add_query(ms_prom_tick_t *t, char *text, size_t owner)
 {
     size_t i = t->nqueries;
 
@@ -174,8 +220,14 @@ static size_t add_query(ms_prom_tick_t *t, char *text)
         t->texts = ms_xgrow(t->texts, &cap, i + 1, sizeof *t->texts);
         cap = t->capqueries;
         t->answers = ms_xgrow(t->answers, &cap, i + 1, sizeof *t->answers);
+        cap = t->capqueries;
+        t->owner = ms_xgrow(t->owner, &cap, i + 1, sizeof *t->owner);
+        cap = t->capqueries;
+        t->rank = ms_xgrow(t->rank, &cap, i + 1, sizeof *t->rank);
         t->capqueries = cap;
     }
+    t->owner[i] = owner;
+    t->rank[i] = 0;
     memset(&t->queries[i], 0, sizeof t->queries[i]);
     ms_prom_result_init(&t->queries[i].result);
     t->queries[i].query = text;
@@ -189,12 +241,42 @@ static size_t add_query(ms_prom_tick_t *t, char *text)
     return i;
 }
 
-/* Plan one user query for an object: expand, deduplicate, remember. */
-static int32_t plan_user(ms_prom_tick_t *t, const ms_prom_object_t *o, const char *tmpl)
+/* The lane of an object's namespace, made on its first user query. */
+static size_t lane_of(ms_prom_tick_t *t, const char *ns)
+{
+    size_t idx;
+
+    if (index_get(&t->lane_index, ns, strlen(ns), &idx))
+        return idx;
+    t->lanes = ms_xgrow(t->lanes, &t->caplanes, t->nlanes + 1, sizeof *t->lanes);
+    memset(&t->lanes[t->nlanes], 0, sizeof t->lanes[t->nlanes]);
+    t->lanes[t->nlanes].name = ms_xstrdup(ns);
+    index_put(&t->lane_index, ns, t->nlanes);
+    return t->nlanes++;
+}
+
+/* Object i becomes the owner of a new query. */
+static void own(ms_prom_tick_t *t, size_t i, const char *ns, size_t q)
+{
+    owner_t *w = &t->owners[i];
+
+    if (w->owned == 0) {
+        w->lane = lane_of(t, ns);
+        w->lane_pos = t->lanes[w->lane].objects++;
+    }
+    t->rank[q] = w->owned++;
+    t->lanes[w->lane].queries++;
+}
+
+/* Plan one user query for object i: expand, deduplicate within its
+ * namespace (a query is its namespace's cost: another namespace's same
+ * text is its own query), remember. */
+static int32_t plan_user(ms_prom_tick_t *t, size_t i, const ms_prom_object_t *o, const char *tmpl)
 {
     ms_prom_template_vars_t v = {o->namespace_name, o->name, o->kind, o->pod_regex};
+    const char *ns = o->namespace_name ? o->namespace_name : "";
     char err[MS_ERRBUF_SIZE];
-    char *text = NULL;
+    char *text = NULL, *key;
     size_t idx;
 
     if (tmpl == NULL)
@@ -202,12 +284,24 @@ static int32_t plan_user(ms_prom_tick_t *t, const ms_prom_object_t *o, const cha
     t->stats.user_refs++;
     if (ms_prom_template_expand(tmpl, &v, &text, err, sizeof err) != MS_OK)
         return (int32_t)(PLAN_TEMPLATE_BASE - (int64_t)keep_detail(t, err));
-    if (index_get(&t->dedup, text, strlen(text), &idx)) {
+    key = ms_xmalloc(strlen(ns) + strlen(text) + 2);
+    sprintf(key, "%s\x1f%s", ns, text);
+    if (index_get(&t->dedup, key, strlen(key), &idx)) {
+        free(key);
         free(text);
         return (int32_t)idx;
     }
-    idx = add_query(t, text);
-    index_put(&t->dedup, text, idx);
+    if (t->owners[i].owned >= (t->limits.max_user_queries ? t->limits.max_user_queries
+                                                          : MS_PROM_USER_QUERIES_PER_OBJECT)) {
+        t->owners[i].over_cap++;
+        free(key);
+        free(text);
+        return PLAN_OVER_CAP;
+    }
+    idx = add_query(t, text, i);
+    own(t, i, ns, idx);
+    index_put(&t->dedup, key, idx);
+    free(key);
     t->stats.user_queries++;
     return (int32_t)idx;
 }
@@ -224,7 +318,7 @@ static void remember(ms_strmap_t *map, const char ***list, size_t *n, size_t *ca
     (*list)[(*n)++] = name;
 }
 
-static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *plan)
+static void plan_object(ms_prom_tick_t *t, size_t oi, const ms_prom_object_t *o, int32_t *plan)
 {
     const ms_spec_t *s = o->spec;
     bool kinds[MS_PROM_KIND__COUNT] = {false};
@@ -254,20 +348,25 @@ static void plan_object(ms_prom_tick_t *t, const ms_prom_object_t *o, int32_t *p
             }
             break;
         case MS_SOURCE_PROMETHEUS:
-            plan[SLOT_METRIC(i)] = plan_user(t, o, m->query);
             break;
         }
-        if (s->saturation[i].enabled) {
-            plan[SLOT_SAT_ADMITTED(i)] = plan_user(t, o, s->saturation[i].admitted_query);
-            plan[SLOT_SAT_REJECTED(i)] = plan_user(t, o, s->saturation[i].rejected_query);
-        }
     }
+    /* The guardrails first: within the object's cap they go out before its
+     * own metric queries, and are the last to be left out. */
     for (size_t d = 0; d < s->ndownstreams && d < MS_MAX_DOWNSTREAMS; d++) {
-        plan[SLOT_DS_USAGE(d)] = plan_user(t, o, s->downstreams[d].usage_query);
-        plan[SLOT_DS_LIMIT(d)] = plan_user(t, o, s->downstreams[d].limit_query);
+        plan[SLOT_DS_USAGE(d)] = plan_user(t, oi, o, s->downstreams[d].usage_query);
+        plan[SLOT_DS_LIMIT(d)] = plan_user(t, oi, o, s->downstreams[d].limit_query);
     }
     if (s->retry_storm.enabled)
-        plan[SLOT_RETRY] = plan_user(t, o, s->retry_storm.retry_share_query);
+        plan[SLOT_RETRY] = plan_user(t, oi, o, s->retry_storm.retry_share_query);
+    for (size_t i = 0; i < s->nmetrics && i < MS_MAX_METRICS; i++)
+        if (s->saturation[i].enabled) {
+            plan[SLOT_SAT_ADMITTED(i)] = plan_user(t, oi, o, s->saturation[i].admitted_query);
+            plan[SLOT_SAT_REJECTED(i)] = plan_user(t, oi, o, s->saturation[i].rejected_query);
+        }
+    for (size_t i = 0; i < s->nmetrics && i < MS_MAX_METRICS; i++)
+        if (s->metrics[i].source == MS_SOURCE_PROMETHEUS)
+            plan[SLOT_METRIC(i)] = plan_user(t, oi, o, s->metrics[i].query);
     for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
         t->kind_objects[k] += kinds[k];
 }
@@ -424,6 +523,10 @@ static void fill_user(const ms_prom_tick_t *t, int32_t plan, ms_sample_t *s, ms_
 {
     if (plan == PLAN_NONE) {
         set(s, w, MS_PROM_NOT_CONFIGURED, 0, ms_prom_reason_sentence(MS_PROM_NOT_CONFIGURED));
+    } else if (plan == PLAN_OVER_CAP) {
+        set(s, w, MS_PROM_OVER_SHARE, 0,
+            "not sent: this object asks for more distinct user queries than a round runs per "
+            "object (" STRINGIFY(MS_PROM_USER_QUERIES_PER_OBJECT) "; its guardrails go first)");
     } else if (plan <= PLAN_TEMPLATE_BASE) {
         set(s, w, MS_PROM_TEMPLATE, 0, t->details[(size_t)((int64_t)PLAN_TEMPLATE_BASE - plan)]);
     } else {
@@ -476,14 +579,18 @@ static void fill_object(const ms_prom_tick_t *t, const ms_prom_object_t *o, cons
 typedef struct {
     ms_prom_client_t *client;
     const ms_prom_run_options_t *bounds;
+    const ms_prom_tick_t *tick;
 } client_run_t;
 
 static ms_err_t run_client(void *ctx, ms_prom_query_t *queries, size_t n)
 {
     client_run_t *r = ctx;
-    ms_prom_run_options_t none = {0};
+    ms_prom_run_options_t o = {0};
 
-    return ms_prom_run_bounded(r->client, queries, n, r->bounds ? r->bounds : &none);
+    if (r->bounds != NULL)
+        o = *r->bounds;
+    o.max_user_bytes = r->tick->user_bytes;
+    return ms_prom_run_bounded(r->client, queries, n, &o);
 }
 
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *t, ms_prom_client_t *client, const ms_prom_object_t *objs,
@@ -496,8 +603,15 @@ ms_err_t ms_prom_tick_run_bounded(ms_prom_tick_t *t, ms_prom_client_t *client,
                                   const ms_prom_object_t *objs, size_t n,
                                   const ms_prom_run_options_t *bounds, ms_prom_object_obs_t *out)
 {
-    client_run_t r = {client, bounds};
+    client_run_t r = {client, bounds, t};
+    ms_prom_round_limits_t l = {0};
 
+    ms_prom_client_limits(client, &l.slots, &l.max_body);
+    if (bounds != NULL && bounds->deadline > 0)
+        l.seconds = fmax(bounds->deadline - ms_clock_monotonic(), 0.001);
+    if (bounds != NULL)
+        l.max_bytes = bounds->max_total_bytes;
+    ms_prom_tick_set_round(t, &l);
     return ms_prom_tick_run_with(t, run_client, &r, objs, n, out);
 }
 
@@ -510,6 +624,8 @@ static void digested(ms_prom_result_t *r)
     ms_prom_reason_t reason = r->reason;
     ms_prom_type_t type = r->type;
     long status = r->http_status;
+    double seconds = r->seconds;
+    size_t bytes = r->bytes;
     char message[sizeof r->message];
 
     memcpy(message, r->message, sizeof message);
@@ -517,6 +633,8 @@ static void digested(ms_prom_result_t *r)
     r->reason = reason;
     r->type = type;
     r->http_status = status;
+    r->seconds = seconds;
+    r->bytes = bytes;
     memcpy(r->message, message, sizeof message);
 }
 
@@ -541,7 +659,7 @@ static void plan_presets(ms_prom_tick_t *t)
                          MS_S("detail", why));
             continue;
         }
-        q = add_query(t, text);
+        q = add_query(t, text, NO_OWNER);
         covered = t->kind_objects[k] > t->opts.answer_workloads ? t->kind_objects[k]
                                                                 : t->opts.answer_workloads;
         t->queries[q].max_bytes = covered < SIZE_MAX / PRESET_BYTES_PER_OBJECT
@@ -551,6 +669,187 @@ static void plan_presets(ms_prom_tick_t *t)
         t->builtin[k] = (int)q;
         t->stats.builtin_queries++;
     }
+}
+
+/* ---- fair shares ---- */
+
+typedef struct {
+    size_t turn, lane, index;
+} send_key_t;
+
+static int by_turn(const void *a, const void *b)
+{
+    const send_key_t *x = a, *y = b;
+
+    if (x->turn != y->turn)
+        return x->turn < y->turn ? -1 : 1;
+    if (x->lane != y->lane)
+        return x->lane < y->lane ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The send order: the presets first, then the user queries round-robin
+ * across namespaces and, within one, across its objects (turn k of a
+ * namespace is query k / objects of its object k % objects). The five
+ * per-query arrays and every plan move with it. */
+static void order_queries(ms_prom_tick_t *t)
+{
+    size_t n = t->nqueries;
+    send_key_t *keys;
+    size_t *newpos, *owner, *rank;
+    ms_prom_query_t *queries;
+    char **texts;
+
+    if (n == 0)
+        return;
+    keys = ms_xmalloc(n * sizeof *keys);
+    newpos = ms_xmalloc(n * sizeof *newpos);
+    queries = ms_xmalloc(n * sizeof *queries);
+    texts = ms_xmalloc(n * sizeof *texts);
+    owner = ms_xmalloc(n * sizeof *owner);
+    rank = ms_xmalloc(n * sizeof *rank);
+    for (size_t q = 0; q < n; q++) {
+        const owner_t *w = t->owner[q] == NO_OWNER ? NULL : &t->owners[t->owner[q]];
+        keys[q] = w == NULL ? (send_key_t){0, 0, q}
+                            : (send_key_t){1 + t->rank[q] * t->lanes[w->lane].objects + w->lane_pos,
+                                           w->lane, q};
+    }
+    qsort(keys, n, sizeof *keys, by_turn);
+    for (size_t i = 0; i < n; i++) {
+        size_t q = keys[i].index;
+        newpos[q] = i;
+        queries[i] = t->queries[q];
+        texts[i] = t->texts[q];
+        owner[i] = t->owner[q];
+        rank[i] = t->rank[q];
+    }
+    memcpy(t->queries, queries, n * sizeof *queries);
+    memcpy(t->texts, texts, n * sizeof *texts);
+    memcpy(t->owner, owner, n * sizeof *owner);
+    memcpy(t->rank, rank, n * sizeof *rank);
+    for (size_t i = 0; i < t->nplanned * NSLOTS; i++)
+        if (t->plan[i] >= 0)
+            t->plan[i] = (int32_t)newpos[t->plan[i]];
+    for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
+        if (t->builtin[k] >= 0)
+            t->builtin[k] = (int)newpos[t->builtin[k]];
+    ms_strmap_cleanup(&t->dedup); /* its indexes are the old ones */
+    ms_strmap_init(&t->dedup);
+    free(keys);
+    free(newpos);
+    free(queries);
+    free(texts);
+    free(owner);
+    free(rank);
+}
+
+static size_t slots_of(const ms_prom_round_limits_t *l) { return l->slots ? l->slots : 8; }
+
+/* A time share of at least this part of the round is left to the round's
+ * deadline: the two would race, and the deadline names the cause. */
+#define ROUND_SHARE_MAX 0.95
+
+/* An object's share of the round's query time (slot-seconds); 0: none. */
+static double object_seconds(const ms_prom_tick_t *t, const owner_t *w)
+{
+    if (t->limits.seconds <= 0)
+        return 0;
+    return (double)slots_of(&t->limits) * t->limits.seconds / (double)t->nlanes /
+           (double)t->lanes[w->lane].objects;
+}
+
+/* An object's share of the user queries' bytes; 0: none. */
+static size_t object_bytes(const ms_prom_tick_t *t, const owner_t *w)
+{
+    if (t->user_bytes == 0)
+        return 0;
+    return t->user_bytes / t->nlanes / t->lanes[w->lane].objects;
+}
+
+/* The presets' reserve, the user queries' bytes, and each user query's
+ * shares and group (its namespace's lane + 1). */
+static void share_out(ms_prom_tick_t *t)
+{
+    size_t reserve = 0, max_body = t->limits.max_body ? t->limits.max_body : 1u << 20;
+
+    if (t->limits.max_bytes > 0) {
+        for (size_t q = 0; q < t->nqueries; q++)
+            if (t->owner[q] == NO_OWNER)
+                reserve += t->queries[q].max_bytes > max_body ? t->queries[q].max_bytes : max_body;
+        if (reserve > t->limits.max_bytes / MS_PROM_PRESET_RESERVE_DIVISOR)
+            reserve = t->limits.max_bytes / MS_PROM_PRESET_RESERVE_DIVISOR;
+        t->user_bytes = t->limits.max_bytes - reserve;
+    }
+    for (size_t q = 0; q < t->nqueries; q++) {
+        const owner_t *w;
+        double seconds, floor_seconds;
+        size_t bytes;
+
+        if (t->owner[q] == NO_OWNER)
+            continue;
+        w = &t->owners[t->owner[q]];
+        t->queries[q].group = w->lane + 1;
+        /* A share as long as the round is no limit of its own: the round's
+         * deadline ends such a query, and says so. */
+        if ((seconds = object_seconds(t, w)) > 0) {
+            floor_seconds = fmin(MS_PROM_MIN_QUERY_SECONDS, t->limits.seconds);
+            seconds = fmax(seconds / (double)w->owned, floor_seconds);
+            if (seconds < t->limits.seconds * ROUND_SHARE_MAX)
+                t->queries[q].share_seconds = seconds;
+        }
+        if ((bytes = object_bytes(t, w)) > 0) {
+            bytes /= w->owned;
+            t->queries[q].share_bytes = bytes > MS_PROM_MIN_ANSWER_BYTES ? bytes
+                                                                         : MS_PROM_MIN_ANSWER_BYTES;
+        }
+    }
+}
+
+/* The detail of a user query stopped at its share: which share, how it was
+ * split, and the one this query had. */
+static void name_the_share(ms_prom_tick_t *t, size_t q, char *out, size_t cap)
+{
+    const owner_t *w = &t->owners[t->owner[q]];
+    const lane_t *l = &t->lanes[w->lane];
+    const ms_prom_query_t *qq = &t->queries[q];
+    char each[48];
+
+    if (w->owned == 1)
+        snprintf(each, sizeof each, "its one query");
+    else
+        snprintf(each, sizeof each, "each of its %zu queries", w->owned);
+    if (strncmp(qq->result.message, "the answer", 10) == 0)
+        snprintf(out, cap,
+                 "this object's queries share %zu bytes of the round's answers (%zu for user "
+                 "queries / %zu namespace%s / %zu objects of %s): %zu for %s; this answer "
+                 "was larger",
+                 object_bytes(t, w), t->user_bytes, t->nlanes, t->nlanes == 1 ? "" : "s",
+                 l->objects, l->name,
+                 qq->share_bytes, each);
+    else
+        snprintf(out, cap,
+                 "this object's queries share %.1f s of the round's query time (%zu slots x "
+                 "%.1f s / %zu namespace%s / %zu objects of %s): %.1f s for %s; this one "
+                 "ran longer",
+                 object_seconds(t, w), slots_of(&t->limits), t->limits.seconds, t->nlanes,
+                 t->nlanes == 1 ? "" : "s", l->objects, l->name, qq->share_seconds, each);
+}
+
+/* What each namespace's user queries cost. */
+static void count_costs(ms_prom_tick_t *t)
+{
+    for (size_t q = 0; q < t->nqueries; q++) {
+        lane_t *l;
+        if (t->owner[q] == NO_OWNER)
+            continue;
+        l = &t->lanes[t->owners[t->owner[q]].lane];
+        l->seconds += t->queries[q].result.seconds;
+        l->bytes += t->queries[q].result.bytes;
+        l->over_share += t->queries[q].result.reason == MS_PROM_OVER_SHARE;
+    }
+    for (size_t i = 0; i < t->nplanned; i++)
+        if (t->owners[i].owned > 0) /* an object over the cap owns the first ones */
+            t->lanes[t->owners[i].lane].over_share += t->owners[i].over_cap;
 }
 
 /* Turn each answer into what objects read: a user query's one number, a
@@ -574,6 +873,8 @@ static void digest(ms_prom_tick_t *t)
         a->reason = ms_prom_result_number(&t->queries[q].result, 0, t->opts.max_age, &a->value,
                                           msg, sizeof msg);
         a->detail = "";
+        if (a->reason == MS_PROM_OVER_SHARE && t->owner[q] != NO_OWNER)
+            name_the_share(t, q, msg, sizeof msg);
         if (a->reason != MS_PROM_OK) {
             size_t idx = keep_detail(t, msg); /* may move t->details */
             a->detail = t->details[idx];
@@ -582,6 +883,7 @@ static void digest(ms_prom_tick_t *t)
     for (int k = 0; k < MS_PROM_KIND__COUNT; k++)
         if (t->builtin[k] >= 0)
             take_builtin(t, (ms_prom_kind_t)k, &t->queries[t->builtin[k]].result);
+    count_costs(t);
     for (size_t q = 0; q < t->nqueries; q++)
         digested(&t->queries[q].result);
 }
@@ -599,13 +901,17 @@ ms_err_t ms_prom_tick_run_with(ms_prom_tick_t *t, ms_prom_runner_fn run, void *c
     if (n > SIZE_MAX / NSLOTS / sizeof *t->plan)
         return MS_ERR_RANGE;
     t->plan = ms_xmalloc((n ? n : 1) * NSLOTS * sizeof *t->plan);
+    t->owners = ms_xcalloc(n ? n : 1, sizeof *t->owners);
     t->nplanned = n;
 
     /* Plan every object (user queries deduplicated as they come), then one
-     * query per preset kind in use. */
+     * query per preset kind in use; then the presets first, the user
+     * queries round-robin, each with its owner's shares. */
     for (size_t i = 0; i < n; i++)
-        plan_object(t, &objs[i], t->plan + i * NSLOTS);
+        plan_object(t, i, &objs[i], t->plan + i * NSLOTS);
     plan_presets(t);
+    order_queries(t);
+    share_out(t);
     err = run(ctx, t->queries, t->nqueries);
     t->stats.queries_sent = t->nqueries;
     digest(t);
@@ -624,3 +930,33 @@ void ms_prom_tick_observe(const ms_prom_tick_t *t, const ms_prom_object_t *objs,
 }
 
 void ms_prom_tick_stats(const ms_prom_tick_t *t, ms_prom_tick_stats_t *out) { *out = t->stats; }
+
+static bool costs_more(const lane_t *a, const lane_t *b)
+{
+    return a->seconds != b->seconds ? a->seconds > b->seconds : a->bytes > b->bytes;
+}
+
+size_t ms_prom_tick_costs(const ms_prom_tick_t *t, ms_prom_namespace_cost_t *out, size_t max)
+{
+    size_t n = 0;
+
+    /* Insertion into the top max (max is small). */
+    for (size_t i = 0; i < t->nlanes; i++) {
+        const lane_t *l = &t->lanes[i];
+        size_t at = n;
+        while (at > 0 && costs_more(l, &t->lanes[out[at - 1].objects]))
+            at--;
+        if (at >= max)
+            continue;
+        if (n < max)
+            n++;
+        memmove(&out[at + 1], &out[at], (n - 1 - at) * sizeof *out);
+        out[at].objects = i; /* the lane's index until the loop below */
+    }
+    for (size_t i = 0; i < n; i++) {
+        const lane_t *l = &t->lanes[out[i].objects];
+        out[i] = (ms_prom_namespace_cost_t){l->name, l->objects, l->queries, l->over_share,
+                                            l->seconds, l->bytes};
+    }
+    return n;
+}

@@ -443,6 +443,8 @@ static void test_every_slot_at_once(void **state)
 
     spec_every_slot(&s);
     obj = object(&s, "shop", "web");
+    /* Every slot: above the default cap of user queries per object. */
+    ms_prom_tick_set_round(tick, &(ms_prom_round_limits_t){.max_user_queries = 65});
     assert_int_equal(ms_prom_tick_run_with(tick, run_numbers, &calls, &obj, 1, &out), MS_OK);
     expect_every_slot(&out);
     ms_prom_tick_stats(tick, &st);
@@ -457,6 +459,174 @@ static void test_every_slot_at_once(void **state)
     ms_prom_tick_observe(tick, &obj, 0, &later);
     expect_every_slot(&later);
     assert_int_equal(calls, 2);
+    ms_prom_tick_free(tick);
+    ms_spec_cleanup(&s);
+}
+
+
+/* ---- fair shares of the round ---- */
+
+/* What the fair runner saw of one query, in send order. */
+typedef struct {
+    double x; /* vector(x); 0: a preset */
+    size_t group, share_bytes;
+    double share_seconds;
+} sent_t;
+
+typedef struct {
+    sent_t sent[64];
+    size_t n;
+} fair_runner_t;
+
+/* Answers presets from the recorded haproxy preset, vector(X) with X, and
+ * stops "# slow" and "# big" queries at their shares as the client does. */
+static ms_err_t run_fair(void *ctx, ms_prom_query_t *qs, size_t n)
+{
+    fair_runner_t *fr = ctx;
+
+    for (size_t i = 0; i < n; i++) {
+        sent_t *s = &fr->sent[fr->n < 64 ? fr->n++ : 63];
+        ms_prom_result_t *r = &qs[i].result;
+
+        *s = (sent_t){0, qs[i].group, qs[i].share_bytes, qs[i].share_seconds};
+        if (qs[i].preset) {
+            decode_file("200-preset-haproxy.json", r);
+            continue;
+        }
+        assert_int_equal(sscanf(qs[i].query, "vector(%lf)", &s->x), 1);
+        if (strstr(qs[i].query, "# slow") != NULL) {
+            r->reason = MS_PROM_OVER_SHARE;
+            r->seconds = qs[i].share_seconds;
+            snprintf(r->message, sizeof r->message, "the query ran past its share of the round");
+        } else if (strstr(qs[i].query, "# big") != NULL) {
+            r->reason = MS_PROM_OVER_SHARE;
+            r->bytes = qs[i].share_bytes;
+            snprintf(r->message, sizeof r->message, "the answer passed this query's share");
+        } else {
+            char body[256];
+            snprintf(body, sizeof body,
+                     "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
+                     "[{\"metric\":{},\"value\":[1796001800,\"%g\"]}]}}", s->x);
+            ms_prom_decode(body, strlen(body), 200, r);
+            r->seconds = 0.01;
+            r->bytes = strlen(body);
+        }
+    }
+    return MS_OK;
+}
+
+/* Namespace tenant-a: a1 with three slow queries, a2 with one oversized
+ * answer; namespace shop: web with the haproxy preset and a user query. */
+static void test_fair_order_shares_and_owners(void **state)
+{
+    ms_prom_preset_options_t opts = {0};
+    char err[MS_ERRBUF_SIZE];
+    ms_prom_tick_t *tick = ms_prom_tick_new(&opts, err, sizeof err);
+    ms_prom_round_limits_t limits = {.seconds = 10, .slots = 8, .max_bytes = 64 << 10};
+    ms_prom_namespace_cost_t costs[4];
+    fair_runner_t fr = {0};
+    ms_spec_t a1, a2, web;
+    ms_prom_object_t objs[3];
+    ms_prom_object_obs_t out[3];
+    static const double order[] = {0, 11, 31, 21, 12, 13};
+    static const size_t groups[] = {0, 1, 2, 1, 1, 1};
+    (void)state;
+
+    ms_spec_init(&a1);
+    add_query_metric(&a1, "vector(11) # slow");
+    add_query_metric(&a1, "vector(12) # slow");
+    add_query_metric(&a1, "vector(13) # slow");
+    ms_spec_init(&a2);
+    add_query_metric(&a2, "vector(21) # big");
+    spec_concurrency(&web, MS_PROXY_HAPROXY, 0);
+    add_query_metric(&web, "vector(31)");
+    objs[0] = object(&a1, "tenant-a", "a1");
+    objs[1] = object(&a2, "tenant-a", "a2");
+    objs[2] = object(&web, "shop", "web");
+    ms_prom_tick_set_round(tick, &limits);
+    assert_int_equal(ms_prom_tick_run_with(tick, run_fair, &fr, objs, 3, out), MS_OK);
+
+    /* The preset first; then one query per namespace per turn, the objects
+     * of a namespace taking turns; each namespace its own group. */
+    assert_int_equal(fr.n, 6);
+    for (size_t i = 0; i < 6; i++) {
+        assert_true(fr.sent[i].x == order[i]);
+        assert_int_equal(fr.sent[i].group, groups[i]);
+    }
+    /* The preset has no share. a1: 8 slots x 10 s / 2 namespaces / 2
+     * objects = 20 s for 3 queries; a2 and web: 20 and 40 s, more than the
+     * round: no limit of their own (the round's deadline ends them).
+     * Bytes: 64 KiB less the presets' reserve (a quarter) = 48 KiB, 12 KiB
+     * per tenant-a object (4 KiB for each of a1's 3), 24 KiB for web. */
+    assert_true(fr.sent[0].share_seconds == 0 && fr.sent[0].share_bytes == 0);
+    assert_true(fabs(fr.sent[1].share_seconds - 20.0 / 3) < 1e-9);
+    assert_int_equal(fr.sent[1].share_bytes, 4096);
+    assert_true(fr.sent[2].share_seconds == 0);
+    assert_int_equal(fr.sent[2].share_bytes, 24576);
+    assert_true(fr.sent[3].share_seconds == 0);
+    assert_int_equal(fr.sent[3].share_bytes, 12288);
+
+    /* Only the owners read the overrun, with the share named. */
+    for (size_t m = 0; m < 3; m++) {
+        expect(&out[0], m, MS_PROM_OVER_SHARE, 0);
+        assert_non_null(strstr(out[0].metrics[m].detail,
+                               "this object's queries share 20.0 s of the round's query time"));
+        assert_non_null(strstr(out[0].metrics[m].detail, "/ 2 objects of tenant-a"));
+    }
+    expect(&out[1], 0, MS_PROM_OVER_SHARE, 0);
+    assert_non_null(strstr(out[1].metrics[0].detail, "this object's queries share 12288 bytes"));
+    expect(&out[2], 0, MS_PROM_OK, 40); /* the preset: 12 + 4 sessions of 20 + 20 */
+    expect(&out[2], 3, MS_PROM_OK, 31);
+
+    /* Who cost what: tenant-a first (20 s of stopped queries). */
+    assert_int_equal(ms_prom_tick_costs(tick, costs, 4), 2);
+    assert_string_equal(costs[0].namespace_name, "tenant-a");
+    assert_int_equal(costs[0].objects, 2);
+    assert_int_equal(costs[0].queries, 4);
+    assert_int_equal(costs[0].over_share, 4);
+    assert_true(fabs(costs[0].seconds - 20) < 1e-9);
+    assert_string_equal(costs[1].namespace_name, "shop");
+    assert_int_equal(costs[1].over_share, 0);
+    assert_int_equal(ms_prom_tick_costs(tick, costs, 1), 1);
+    assert_string_equal(costs[0].namespace_name, "tenant-a");
+    ms_prom_tick_free(tick);
+    ms_spec_cleanup(&a1);
+    ms_spec_cleanup(&a2);
+    ms_spec_cleanup(&web);
+}
+
+/* Past the cap of user queries per object, the rest is not sent; the
+ * guardrails go first. */
+static void test_user_query_cap_keeps_guardrails(void **state)
+{
+    ms_prom_preset_options_t opts = {0};
+    char err[MS_ERRBUF_SIZE];
+    ms_prom_tick_t *tick = ms_prom_tick_new(&opts, err, sizeof err);
+    ms_prom_tick_stats_t st;
+    ms_prom_object_obs_t out;
+    ms_prom_object_t obj;
+    ms_spec_t s;
+    size_t calls = 0, sent = 0, capped = 0;
+    (void)state;
+
+    spec_every_slot(&s); /* 65 distinct user queries */
+    obj = object(&s, "shop", "web");
+    assert_int_equal(ms_prom_tick_run_with(tick, run_numbers, &calls, &obj, 1, &out), MS_OK);
+    ms_prom_tick_stats(tick, &st);
+    assert_int_equal(st.queries_sent, MS_PROM_USER_QUERIES_PER_OBJECT);
+    assert_int_equal(MS_PROM_USER_QUERIES_PER_OBJECT, 32);
+    /* 8 downstreams x 2 + the retry share + the first 15 saturation
+     * queries are the 32; no metric query is. */
+    for (size_t d = 0; d < MS_MAX_DOWNSTREAMS; d++)
+        assert_true(out.obs.downstreams[d].usage.present && out.obs.downstreams[d].limit.present);
+    assert_true(out.obs.retry_share.present);
+    for (size_t i = 0; i < MS_MAX_METRICS; i++) {
+        sent += out.obs.saturation[i].admitted.present + out.obs.saturation[i].rejected.present;
+        assert_int_equal(out.metrics[i].reason, MS_PROM_OVER_SHARE);
+        capped += strstr(out.metrics[i].detail, "not sent") != NULL;
+    }
+    assert_int_equal(sent, 15);
+    assert_int_equal(capped, MS_MAX_METRICS);
     ms_prom_tick_free(tick);
     ms_spec_cleanup(&s);
 }
@@ -532,11 +702,13 @@ static void test_user_queries_deduplicated(void **state)
     objs[4] = object(&s, "a", "w4");
     run(&f, objs, 5, 0);
     ms_prom_tick_stats(f.tick, &st);
-    /* 5 metric refs -> 2 namespaces; 5 usage refs -> 1; 5 retry refs -> 1. */
+    /* 5 metric refs -> 2 namespaces; 5 usage refs -> 1 per namespace; 5
+     * retry refs -> 1 per namespace: a text is never shared across
+     * namespaces (each pays for its own). */
     assert_int_equal(st.user_refs, 15);
-    assert_int_equal(st.user_queries, 4);
+    assert_int_equal(st.user_queries, 6);
     assert_int_equal(st.builtin_queries, 0);
-    assert_int_equal(f.runner.queries, 4);
+    assert_int_equal(f.runner.queries, 6);
     assert_int_equal(f.runner.calls, 1); /* one batch */
     for (size_t i = 0; i < 5; i++) {
         expect(&f.out[i], 0, MS_PROM_OK, 1);
@@ -769,6 +941,8 @@ int main(void)
         cmocka_unit_test(test_negative_preset_values_are_missing),
         cmocka_unit_test(test_every_slot_at_once),
         cmocka_unit_test(test_user_queries_deduplicated),
+        cmocka_unit_test(test_fair_order_shares_and_owners),
+        cmocka_unit_test(test_user_query_cap_keeps_guardrails),
         cmocka_unit_test(test_user_query_outcomes),
         cmocka_unit_test(test_unknown_pods_leave_pod_queries_missing),
         cmocka_unit_test(test_retry_share_outside_0_1_is_missing),

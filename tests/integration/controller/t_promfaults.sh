@@ -496,7 +496,9 @@ PY
 }
 
 # pf_big_outcomes OUT : how each big object's last round ended, counted:
-# "READ CAP BUDGET DEADLINE OTHER" (OTHER: the first other reason, or "-").
+# "READ CAP BUDGET LATE SHARE OTHER" (LATE: cut by the round's deadline or
+# the object's time share, as Prometheus takes seconds to build 30 MiB;
+# SHARE: past the object's byte share; OTHER: the first other reason, or "-").
 pf_big_outcomes() {
   python3 - "$1" <<'PY'
 import json, sys
@@ -507,7 +509,7 @@ for line in open(sys.argv[1]):
     except ValueError:
         continue
     last[ev.get("name")] = next(iter(ev.get("missing", {}).values()), "")
-n = {"read": 0, "cap": 0, "budget": 0, "deadline": 0}
+n = {"read": 0, "cap": 0, "budget": 0, "deadline": 0, "share": 0}
 other = "-"
 for name, why in sorted(last.items()):
     if why == "":
@@ -516,11 +518,13 @@ for name, why in sorted(last.items()):
         n["cap"] += 1
     elif "max-round-bytes" in why or "had passed" in why:
         n["budget"] += 1
-    elif "deadline passed" in why:
-        n["deadline"] += 1
+    elif "deadline passed" in why or "of the round's query time" in why:
+        n["deadline"] += 1  # the round's deadline, or the object's time share
+    elif "of the round's answers" in why:
+        n["share"] += 1
     elif other == "-":
         other = f"{name}: {why[:160]}"
-print(n["read"], n["cap"], n["budget"], n["deadline"], other)
+print(n["read"], n["cap"], n["budget"], n["deadline"], n["share"], other)
 PY
 }
 
@@ -549,22 +553,25 @@ pf_big() {
   wait "${pids[@]}"
 
   pf_big_run big1 || return
-  local hwm1=$PF_HWM rss1=$PF_RSS nread ncap nbudget nlate other
+  local hwm1=$PF_HWM rss1=$PF_RSS nread ncap nbudget nlate nshare other
   note "default cap: VmHWM $hwm1 MiB, VmRSS $rss1 MiB; big0: \"$(pf_missing "${CTL_OUT[big1]}" big0 | cut -c1-200)\""
-  read -r nread ncap nbudget nlate other <<<"$(pf_big_outcomes "${CTL_OUT[big1]}")"
-  if [[ $nread == 0 && $nbudget == 0 && $ncap -ge 1 && "$other" == - ]] &&
-    pf_missing_has "${CTL_OUT[big1]}" big0 "exceeds its size limit of 1048576 bytes \(raise --prometheus-max-response-bytes\)"; then
-    ok "rss: at the default 1 MiB cap the answers are refused: $ncap TOO_LARGE naming the flag, $nlate cut by the deadline first"
+  read -r nread ncap nbudget nlate nshare other <<<"$(pf_big_outcomes "${CTL_OUT[big1]}")"
+  if [[ $nread == 0 && $nbudget == 0 && $nshare == 0 && $ncap -ge 1 && "$other" == - ]] &&
+    grep -q "exceeds its size limit of 1048576 bytes (raise --prometheus-max-response-bytes)" "${CTL_OUT[big1]}"; then
+    ok "rss: at the default 1 MiB cap the answers are refused: $ncap TOO_LARGE naming the flag, $nlate cut by the deadline or their time share first"
   else fail "rss: at the default cap: $nread read, $ncap refused at the cap, $nbudget over the round budget, $nlate late, other: $other"; fi
   ctl_stop big1
 
   pf_big_run big2 --prometheus-max-response-bytes 64Mi --prometheus-max-round-bytes 64Mi || return
   local hwm2=$PF_HWM rss2=$PF_RSS
-  read -r nread ncap nbudget nlate other <<<"$(pf_big_outcomes "${CTL_OUT[big2]}")"
-  note "cap 64Mi: VmHWM $hwm2 MiB, VmRSS $rss2 MiB; last round: $nread answers read, $nbudget refused by the round budget, $nlate by the deadline"
-  if [[ $nread -ge 1 && $ncap == 0 && "$other" == - ]]; then
-    ok "rss: with the cap raised answers are read ($nread, each a number) until the round's 64Mi budget; the rest refused ($nbudget budget, $nlate deadline)"
-  else fail "rss: with the cap raised: $nread read, $ncap refused at the cap, $nbudget over budget, $nlate late, other: $other"; fi
+  read -r nread ncap nbudget nlate nshare other <<<"$(pf_big_outcomes "${CTL_OUT[big2]}")"
+  note "cap 64Mi: VmHWM $hwm2 MiB, VmRSS $rss2 MiB; last round: $nread answers read, $nshare past their share, $nbudget refused by the round budget, $nlate by the deadline; big0: \"$(pf_missing "${CTL_OUT[big2]}" big0 | cut -c1-220)\""
+  # The fair shares (docs/controller.md): 64Mi for one namespace of 16
+  # objects is 4 MiB each, so no 30 MiB answer fits its object's share.
+  if [[ $nread == 0 && $ncap == 0 && $nbudget == 0 && $nshare -ge 1 && "$other" == - ]] &&
+    grep -q "share 4194304 bytes of the round's answers" "${CTL_OUT[big2]}"; then
+    ok "rss: with the cap raised each answer stops at its object's share of the round's 64Mi (4 MiB of 16 objects): $nshare OVER_SHARE, $nlate cut by the deadline or their time share first"
+  else fail "rss: with the cap raised: $nread read, $ncap refused at the cap, $nshare past the share, $nbudget over budget, $nlate late, other: $other"; fi
   ctl_stop big2
   PF_FIGURES+=("RSS with $PF_BIG_OBJECTS x 30 MiB answers: default cap $hwm1 MiB, cap raised to 64Mi $hwm2 MiB (round budget --prometheus-max-round-bytes 64Mi; VmHWM of the Sanitize build, ASan quarantine 8 MiB)")
   if [[ -n "$hwm1" && -n "$hwm2" && "$hwm1" -lt "$PF_RSS_BOUND" && "$hwm2" -lt "$PF_RSS_BOUND" ]]; then
@@ -601,6 +608,14 @@ pf_policies() {
   else fail "namespaced: nsbad's ScalingActive $(mas_cond "$ns" nsbad ScalingActive): \"$msg\""; fi
   if hold 3 "$ns" nsbad 2; then ok "namespaced: the refused object does not scale (nsbad stays 2 although the total asks more)"
   else fail "namespaced: nsbad moved: $HOLD_SEEN"; fi
+  # What the namespace's user queries cost, per namespace (the round's 10
+  # costliest namespaces; here nsok's query is the only one).
+  msg="$(ctl_metrics nsq | grep -E "^meshscaler_prometheus_namespace_(query_seconds|answer_bytes|over_share)\{" | tr '\n' ' ')"
+  if [[ "$msg" == *"meshscaler_prometheus_namespace_query_seconds{namespace=\"$ns\"} "* &&
+    "$msg" =~ meshscaler_prometheus_namespace_answer_bytes\{namespace=\"$ns\"\}\ [1-9] &&
+    "$msg" == *"meshscaler_prometheus_namespace_over_share{namespace=\"$ns\"} 0"* ]]; then
+    ok "namespaced: /metrics shows the namespace's cost: $msg"
+  else fail "namespaced: per-namespace cost series: \"$msg\""; fi
   ctl_stop nsq
 
   series_set test_load "$ns" nsok 50

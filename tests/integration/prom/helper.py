@@ -12,16 +12,23 @@ Prometheus and HAProxy themselves. Everything binds 127.0.0.1 only.
                                     /garbage /slow /truncated /cut /plain404
                                     /html500 /unauthorized /delay, each +
                                     /api/v1/query
+  helper.py delay PORT UPSTREAM S   a fault proxy in front of Prometheus at
+                                    127.0.0.1:UPSTREAM: a query whose text holds
+                                    "# slow" is forwarded after S seconds, any
+                                    other at once (one tenant's slow queries,
+                                    without burning the host's CPU)
   helper.py load HOST PORT N HOLD   open N connections, send GET /hold/HOLD on
                                     each, keep them until the answers arrive
                                     (a bounded load generator: N and HOLD cap it)
 """
+import http.client
 import os
 import re
 import socket
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 START = time.time()
@@ -111,6 +118,32 @@ class Misbehave(Quiet):
     do_POST = handle_any
 
 
+def delay_handler(upstream, seconds):
+    class Delay(Quiet):
+        def handle_any(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            form = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+            if any("# slow" in q for q in form.get("query", [])):
+                time.sleep(seconds)
+            conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=120)
+            try:
+                headers = {"Content-Type": self.headers.get("Content-Type",
+                                                            "application/x-www-form-urlencoded")}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.reply(resp.status, data, resp.getheader("Content-Type", "application/json"))
+            except OSError:
+                pass  # the client gave up on it: nothing to answer
+            finally:
+                conn.close()
+
+        do_GET = handle_any
+        do_POST = handle_any
+    return Delay
+
+
 def serve(port, handler):
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
@@ -148,6 +181,8 @@ def main(argv):
         serve(port, exporter_handler(argv[3]))
     elif mode == "misbehave":
         serve(port, Misbehave)
+    elif mode == "delay":
+        serve(port, delay_handler(int(argv[3]), float(argv[4])))
     else:
         sys.exit(__doc__)
 

@@ -99,7 +99,7 @@ CFG
 
 setup() {
   PROM_PORT=$(it_port); BACKEND_PORT=$(it_port); EXPORTER_PORT=$(it_port); BAD_PORT=$(it_port)
-  BEARER_PORT=$(it_port); BASIC_PORT=$(it_port); TLS_PORT=$(it_port)
+  BEARER_PORT=$(it_port); BASIC_PORT=$(it_port); TLS_PORT=$(it_port); DELAY_PORT=$(it_port)
   make_cert || { echo "openssl could not make a certificate"; failed=1; finish; }
 
   it_start "$work/backend.log" python3 "$here/helper.py" backend "$BACKEND_PORT"
@@ -137,6 +137,8 @@ setup() {
   prom_target "$work/prom" cadvisor "$e" /cadvisor
   prom_target "$work/prom" kube-state-metrics "$e" /kube-state-metrics
   start_front_doors || { echo "front-door haproxy failed"; failed=1; finish; }
+  # One tenant's slow queries: 5.5 s each, as in issue 23's reproduction.
+  it_start "$work/delay.log" python3 "$here/helper.py" delay "$DELAY_PORT" "$PROM_PORT" 5.5
 
   it_wait_http "http://127.0.0.1:$PROM_PORT/-/ready" 30 || { failed=1; finish; }
   local t
@@ -149,7 +151,7 @@ setup() {
   sleep 6
 
   export MS_IT_PROM_URL="http://127.0.0.1:$PROM_PORT" MS_IT_PROM_PID="$PROM_PID"
-  export MS_IT_BAD_URL="http://127.0.0.1:$BAD_PORT"
+  export MS_IT_BAD_URL="http://127.0.0.1:$BAD_PORT" MS_IT_DELAY_URL="http://127.0.0.1:$DELAY_PORT"
   export MS_IT_BEARER_URL="http://127.0.0.1:$BEARER_PORT" MS_IT_BASIC_URL="http://127.0.0.1:$BASIC_PORT"
   export MS_IT_TLS_URL="https://127.0.0.1:$TLS_PORT" MS_IT_TLS_CA="$work/tls.crt"
   export MS_IT_HELPER="$here/helper.py" MS_IT_TMP="$work" MS_IT_RATE_WINDOW=5s
@@ -191,7 +193,8 @@ setup
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # cmocka prints one line per test; the binary's exit code is its verdict.
 # The last group stops Prometheus, so it runs last.
-for group in presets haproxy queries failures auth batching stopped; do
+# MS_IT_GROUPS="fairness" runs some groups only (while iterating).
+for group in ${MS_IT_GROUPS:-presets haproxy queries failures auth batching fairness stopped}; do
   "$build/tests/integration/prom/prom_it" "$group" 2>&1 | sed "s/^/[$group] /"
   result "integration.prom_it.$group" "${PIPESTATUS[0]}"
 done
