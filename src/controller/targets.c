@@ -202,7 +202,8 @@ static int by_name(const void *a, const void *b)
 }
 
 void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
-                         bool want_regex, ms__pod_count_t *out, char **regex)
+                         bool want_regex, double settle_from, double settle_to,
+                         ms__pod_count_t *out, char **regex)
 {
     const char **names = NULL;
     size_t n = 0, cap = 0, pos = 0;
@@ -225,6 +226,8 @@ void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_sele
             out->ready++;
             if (p->ready_since > out->newest_ready)
                 out->newest_ready = p->ready_since;
+            if (p->ready_since > settle_from && p->ready_since < settle_to)
+                out->settling++;
         }
         if (want_regex) {
             names = ms_xgrow(names, &cap, n + 1, sizeof *names);
