@@ -557,6 +557,11 @@ bool ms__liveness_ok(double due_since, double progress, double now, double sync_
  * as an observation that leaves out `settling` pods that just turned Ready (reconcile.c
  * says why). Writes the metrics it changed and the reason into why (cap bytes; "" when
  * none). Call after ms__decision_ready, which counts them. */
+/* Settling pods leave the span as time passes, not only when a pod changes:
+ * true while the last count found some (they may have settled since) or the
+ * newest Ready pod turned Ready after settle_from (it may still be settling),
+ * so the round counts the pods again though none changed. */
+bool ms__pods_settling_may_change(int32_t settling, double newest_ready, double settle_from);
 void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, ms_observation_t *obs,
                                  char *why, size_t cap);
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,

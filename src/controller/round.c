@@ -293,6 +293,11 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
     e->stage = MS__ENTRY_OBSERVED;
 }
 
+bool ms__pods_settling_may_change(int32_t settling, double newest_ready, double settle_from)
+{
+    return settling > 0 || newest_ready > settle_from;
+}
+
 /* The target's Ready, Running and settling pods, and their names when a query uses
  * {{podRegex}}, counted again only when a pod of the namespace or the selector changed,
  * or a pod may still be settling at wall (the round's wall clock). */
@@ -311,10 +316,8 @@ static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e,
         return;
     want_regex = ms__spec_uses_pod_regex(&e->spec->spec);
     gen = ms__pod_index_generation(c->pod_index, ns);
-    /* Settling pods leave the span as time passes, not only when a pod
-     * changes: while one may still be inside it, count again every round. */
     if (gen == 0 || gen != o->pods_generation || (want_regex && o->pod_regex == NULL) ||
-        o->newest_ready > settle_from) {
+        ms__pods_settling_may_change(o->settling_pods, o->newest_ready, settle_from)) {
         free(o->pod_regex);
         o->pod_regex = NULL;
         ms__pod_count_t count;
