@@ -271,12 +271,13 @@ unsigned long ms__pod_index_generation(ms__pod_index_t *x, const char *ns);
 typedef struct {
     int32_t ready;       /* Ready pods */
     int32_t running;     /* pods in phase Running and not terminating */
-    int32_t settling;    /* Ready pods that turned Ready inside the settling span */
+    int32_t settling;    /* pods that turned Ready for the first time inside the settling span */
     double newest_ready; /* wall seconds the last of them turned Ready; 0: unknown */
 } ms__pod_count_t;
 /* Count the Ready and the Running pods of ns the selector picks, the Ready ones whose
- * Ready condition turned True after settle_from and before settle_to (wall seconds; a
- * pod with no time is settled), and their names as a {{podRegex}} value (sorted;
+ * Ready condition turned True after settle_from and before settle_to (wall seconds) for
+ * the first time the index saw (a pod with no time, or Ready again, is settled), and
+ * their names as a {{podRegex}} value (sorted;
  * *regex NULL when want_regex is false). */
 void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
                          bool want_regex, double settle_from, double settle_to,
@@ -543,6 +544,18 @@ double ms__next_sync_delay(double period, double now);
  * due (0: none); progress, the last finished round or sync; now. */
 bool ms__liveness_ok(double due_since, double progress, double now, double sync_period);
 
+/* Settling pods leave the span as time passes, not only when a pod changes:
+ * true while the last count found some (they may have settled since) or the
+ * newest Ready pod turned Ready after settle_from (it may still be settling),
+ * so the round counts the pods again though none changed. */
+bool ms__pods_settling_may_change(int32_t settling, double newest_ready, double settle_from);
+/* Present each per-pod metric of obs (a known pod count; Utilization or AverageValue)
+ * as an observation that leaves out the `settling` pods that just turned Ready, as far
+ * as its count must hold them: those beyond the other `running` pods (reconcile.c says
+ * why). Writes the metrics it changed, how many it left out and the reason into why
+ * (cap bytes; "" when none). Call after ms__decision_ready, which counts them. */
+void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, int32_t running,
+                                 ms_observation_t *obs, char *why, size_t cap);
 /* The readyReplicas a decision passes the engine (docs/decision-rules.md,
  * inputs): the Ready pods when they were counted and some are Ready, else
  * current. When every metric is SidecarConcurrency, the pods its series
@@ -553,22 +566,12 @@ bool ms__liveness_ok(double due_since, double progress, double now, double sync_
  * too little exactly while a scale-up's pods start. Sidecar CPU and user
  * queries keep the Ready count: a starting pod's CPU is start-up work,
  * which HPA keeps out too. */
-/* Present each per-pod metric of obs (a known pod count; Utilization or AverageValue)
- * as an observation that leaves out `settling` pods that just turned Ready (reconcile.c
- * says why). Writes the metrics it changed and the reason into why (cap bytes; "" when
- * none). Call after ms__decision_ready, which counts them. */
-/* Settling pods leave the span as time passes, not only when a pod changes:
- * true while the last count found some (they may have settled since) or the
- * newest Ready pod turned Ready after settle_from (it may still be settling),
- * so the round counts the pods again though none changed. */
-bool ms__pods_settling_may_change(int32_t settling, double newest_ready, double settle_from);
-void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, ms_observation_t *obs,
-                                 char *why, size_t cap);
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
                            int32_t ready_pods, int32_t current);
 /* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
- * metric target counts ready replicas (Utilization, Value), a metric has
- * a saturation correction (held while pods turn Ready), or a downstream
+ * metric target counts ready replicas (Utilization, Value), a metric is a
+ * sidecar preset or has a saturation correction (pods that just turned
+ * Ready), or a downstream
  * entry reserves room for pods not running yet (step 7). */
 bool ms__spec_needs_pods(const ms_spec_t *s);
 /* Whether a query of the spec uses {{podRegex}}. When the round could not

@@ -200,9 +200,13 @@ static void hold_unsettled_saturation(ms__item_t *it, ms_observation_t *obs)
  * preset's reading is a sum over pods, so the settled pods' part of a total
  * (AverageValue) is taken in proportion; an average (Utilization) stays.
  * A steady target has no settling pod: its first scale-up is not delayed. */
-void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, ms_observation_t *obs,
-                                 char *why, size_t cap)
+void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, int32_t running,
+                                 ms_observation_t *obs, char *why, size_t cap)
 {
+    /* Which pods reported is not known, only how many: a settling pod may
+     * not be scraped yet. Count only those that must be among them, as if
+     * every other running pod reported first. */
+    int32_t others = running > settling ? running - settling : 0;
     ms_fixbuf_t w;
 
     ms_fixbuf_init(&w, why, cap);
@@ -212,16 +216,16 @@ void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, ms_obs
     for (size_t i = 0; i < spec->nmetrics; i++) {
         ms_pods_t *pods = &obs->metric_pods[i];
         ms_target_type_t type = spec->metrics[i].target_type;
-        int32_t settled;
+        int32_t left_out;
 
-        if (!obs->metrics[i].present || !pods->known || pods->count <= 0 ||
+        if (!obs->metrics[i].present || !pods->known || pods->count <= others ||
             (type != MS_TARGET_UTILIZATION && type != MS_TARGET_AVERAGE_VALUE))
             continue;
-        settled = pods->count > settling ? pods->count - settling : 0;
+        left_out = pods->count - others < settling ? pods->count - others : settling;
         if (type == MS_TARGET_AVERAGE_VALUE)
-            obs->metrics[i].value *= (double)settled / (double)pods->count;
-        pods->count = settled;
-        ms_fixbuf_appendf(&w, "%s%s", w.used ? ", " : "", spec->metrics[i].name);
+            obs->metrics[i].value *= (double)(pods->count - left_out) / (double)pods->count;
+        pods->count -= left_out;
+        ms_fixbuf_appendf(&w, "%s%s (%d)", w.used ? ", " : "", spec->metrics[i].name, (int)left_out);
     }
     if (w.used > 0)
         ms_fixbuf_appendf(&w, ": %d %s turned Ready in the last %.0f s", (int)settling,
@@ -256,8 +260,8 @@ static ms_err_t decide(ms__item_t *it)
     if (t->pods_ok && it->spec->ndownstreams > 0)
         obs.running_replicas = (ms_pods_t){true, t->running_pods};
     if (t->pods_ok)
-        ms__leave_out_settling_pods(it->spec, t->settling_pods, &obs, it->pods_settling,
-                                    sizeof it->pods_settling);
+        ms__leave_out_settling_pods(it->spec, t->settling_pods, t->running_pods, &obs,
+                                    it->pods_settling, sizeof it->pods_settling);
     hold_unsettled_saturation(it, &obs);
     /* Only a scale that was written is a scale event (dry-run, pause,
      * conflicts and failed writes store none): recorded after the update. */

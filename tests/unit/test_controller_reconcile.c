@@ -271,8 +271,9 @@ static void test_pod_index_counts_running_pods(void **state)
 }
 
 /* Settling pods: Ready pods whose Ready condition turned True inside the
- * span; pods with no time, not Ready, or Ready before it (or after it: a
- * node's clock ahead) are settled. */
+ * span for the first time; pods with no time, not Ready, Ready again after
+ * a spell NotReady, or Ready before the span (or after it: a node's clock
+ * ahead) are settled. */
 static void test_pod_index_counts_settling_pods(void **state)
 {
     ms__pod_index_t *x = ms__pod_index_new();
@@ -293,7 +294,13 @@ static void test_pod_index_counts_settling_pods(void **state)
     ms__pod_index_count(x, "ns", sel, false, t0 - 21, t0 + 20, &count, NULL);
     assert_int_equal(count.ready, 5);
     assert_int_equal(count.settling, 2);
-    /* 30 s later b and c have settled */
+    /* c fails its readiness probe and is Ready again: it served before, it
+     * is not settling (a saturated pod flapping must not hold a scale-up) */
+    index_pod(x, "c", "False", "2026-12-01T10:00:08Z");
+    index_pod(x, "c", "True", "2026-12-01T10:00:09Z");
+    ms__pod_index_count(x, "ns", sel, false, t0 - 21, t0 + 20, &count, NULL);
+    assert_int_equal(count.settling, 1);
+    /* 30 s later b has settled */
     ms__pod_index_count(x, "ns", sel, false, t0 + 30 - 21, t0 + 30 + 20, &count, NULL);
     assert_int_equal(count.settling, 0);
     ms_label_selector_free(sel);
@@ -322,9 +329,10 @@ static void test_settling_count_is_refreshed(void **state)
 
 /* One decision as the reconciler makes it: ready from the reporting pods,
  * then the settling pods left out. */
-static int32_t decide_lab(const ms_spec_t *spec, double now, int32_t current, int32_t ready_pods,
-                          int32_t reporting, int32_t settling, double in_flight, char *why,
-                          size_t cap, ms_decision_t *d)
+static int32_t decide_lab_running(const ms_spec_t *spec, double now, int32_t current,
+                                  int32_t ready_pods, int32_t running, int32_t reporting,
+                                  int32_t settling, double in_flight, char *why, size_t cap,
+                                  ms_decision_t *d)
 {
     ms_engine_memory_t mem;
     ms_observation_t obs;
@@ -336,9 +344,18 @@ static int32_t decide_lab(const ms_spec_t *spec, double now, int32_t current, in
     obs.metrics[0] = (ms_sample_t){true, in_flight};
     obs.metric_pods[0] = (ms_pods_t){true, reporting};
     obs.ready_replicas = ms__decision_ready(spec, obs.metric_pods, true, ready_pods, current);
-    ms__leave_out_settling_pods(spec, settling, &obs, why, cap);
+    ms__leave_out_settling_pods(spec, settling, running, &obs, why, cap);
     assert_int_equal(ms_engine_decide(spec, &mem, &obs, d), MS_OK);
     return d->desired_replicas;
+}
+
+/* The same, with every pod Running and Ready. */
+static int32_t decide_lab(const ms_spec_t *spec, double now, int32_t current, int32_t ready_pods,
+                          int32_t reporting, int32_t settling, double in_flight, char *why,
+                          size_t cap, ms_decision_t *d)
+{
+    return decide_lab_running(spec, now, current, ready_pods, ready_pods, reporting, settling,
+                              in_flight, why, cap, d);
 }
 
 /* The lab's overshoot (blind-vs-aware, 2 December): 10 Ready pods, 6 of them
@@ -357,12 +374,20 @@ static void test_settling_pods_make_a_scale_up_smaller(void **state)
     assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 0, 93, why, sizeof why, &d), 14);
     assert_string_equal(why, "");
     assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 6, 93, why, sizeof why, &d), 10);
-    assert_string_equal(why, "sidecar: 6 pods turned Ready in the last 20 s");
+    assert_string_equal(why, "sidecar (6): 6 pods turned Ready in the last 20 s");
     assert_true(d.metrics[0].partial);
     assert_int_equal(d.metrics[0].pods.count, 4);
     /* The settled pods alone still ask: 2 of 10 settling at 100% read as
      * 80%, which is past the band: 12, not the 15 all ten would ask. */
     assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 2, 100, why, sizeof why, &d), 12);
+    /* Settling pods not scraped yet. 6 running, 4 Ready (2 of them settling),
+     * 2 reports: all may come from the 4 other running pods, so nothing is
+     * left out. 5 reports: at least 1 is a settling pod's. */
+    assert_int_equal(decide_lab_running(&spec, 100, 6, 4, 6, 2, 2, 100, why, sizeof why, &d), 6);
+    assert_string_equal(why, "");
+    decide_lab_running(&spec, 100, 6, 4, 6, 5, 2, 100, why, sizeof why, &d);
+    assert_string_equal(why, "sidecar (1): 2 pods turned Ready in the last 20 s");
+    assert_int_equal(d.metrics[0].pods.count, 4);
     /* The first scale-up from a steady state (2 pods, saturated): 3. */
     assert_int_equal(decide_lab(&spec, 100, 2, 2, 2, 0, 100, why, sizeof why, &d), 3);
     /* Every pod settling: nothing reported for a scale-up, the count holds. */
@@ -397,12 +422,12 @@ static void test_settling_pods_average_value_and_others(void **state)
     obs.metrics[0] = (ms_sample_t){true, 93};
     obs.metric_pods[0] = (ms_pods_t){true, 10};
     obs.metrics[1] = (ms_sample_t){true, 80};
-    ms__leave_out_settling_pods(&spec, 6, &obs, why, sizeof why);
+    ms__leave_out_settling_pods(&spec, 6, 10, &obs, why, sizeof why);
     assert_true(fabs(obs.metrics[0].value - 93.0 * 4 / 10) < 1e-9);
     assert_int_equal(obs.metric_pods[0].count, 4);
     assert_true(obs.metrics[1].value == 80);
     assert_false(obs.metric_pods[1].known);
-    assert_string_equal(why, "s: 6 pods turned Ready in the last 20 s");
+    assert_string_equal(why, "s (6): 6 pods turned Ready in the last 20 s");
     ms_spec_cleanup(&spec);
 }
 
