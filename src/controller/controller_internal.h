@@ -69,6 +69,17 @@ typedef struct {
  * recording rule): the common rate(...[1m]). */
 #define MS__SATURATION_WINDOW_UNKNOWN 60.0
 
+/* How long a pod that turned Ready is left out of a per-pod metric that asks
+ * for more replicas (reconcile.c, ms__leave_out_settling_pods;
+ * docs/controller.md, step 6). A pod that just turned Ready takes a burst at
+ * once: the lab read six such pods' sidecars (Ready 2-3 s) with four others
+ * at 93% in flight, for a demand of 65%, and at the demand 7 s after (1 s
+ * scrapes). A sample of that burst stays the reading until the next scrape
+ * replaces it, so: one scrape interval as commonly set (15 s) plus about 5 s
+ * of the burst. (The HPA's like rule for CPU: a sample whose window began
+ * before the pod's Ready transition, in its first 5 minutes.) */
+#define MS__READY_SETTLE_SECONDS 20.0
+
 /* Parse spec_json (the object's .spec) into a new reference (count 1), and
  * check every user PromQL template against the --user-queries policy.
  * Never NULL (allocation failure aborts); an invalid spec or a refused query
@@ -100,6 +111,7 @@ typedef struct {
     int32_t ready_pods;
     int32_t running_pods;     /* in phase Running, not terminating (step 7's reservation) */
     double newest_ready;      /* wall seconds the last Ready pod turned Ready; 0: unknown */
+    int32_t settling_pods;    /* Ready pods inside MS__READY_SETTLE_SECONDS of turning Ready */
 } ms__target_t;
 
 /* One object of a round. The strings are owned by the entry; spec is a
@@ -190,6 +202,7 @@ typedef struct ms__object {
     int32_t ready_pods;
     int32_t running_pods;
     double newest_ready;
+    int32_t settling_pods;
     char *pod_regex;           /* owned; NULL: not computed */
 
     /* the sync memory (the worker holding the key) */
@@ -260,12 +273,17 @@ unsigned long ms__pod_index_generation(ms__pod_index_t *x, const char *ns);
 typedef struct {
     int32_t ready;       /* Ready pods */
     int32_t running;     /* pods in phase Running and not terminating */
+    int32_t settling;    /* pods that turned Ready for the first time inside the settling span */
     double newest_ready; /* wall seconds the last of them turned Ready; 0: unknown */
 } ms__pod_count_t;
-/* Count the Ready and the Running pods of ns the selector picks, and their names as a
- * {{podRegex}} value (sorted; *regex NULL when want_regex is false). */
+/* Count the Ready and the Running pods of ns the selector picks, the Ready ones whose
+ * Ready condition turned True after settle_from and before settle_to (wall seconds) for
+ * the first time the index saw (a pod with no time, or Ready again, is settled), and
+ * their names as a {{podRegex}} value (sorted;
+ * *regex NULL when want_regex is false). */
 void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
-                         bool want_regex, ms__pod_count_t *out, char **regex);
+                         bool want_regex, double settle_from, double settle_to,
+                         ms__pod_count_t *out, char **regex);
 
 /* Autoscalers per target workload (namespace, API group, kind, name): the
  * HPAs and live MeshAutoscalers that name it, for O(1) conflict lookups. */
@@ -502,6 +520,7 @@ typedef struct {
     char explanation[1024];
     char missing[MS_ERRBUF_SIZE]; /* why the first missing metric is missing, for status */
     char saturation_held[256];   /* why a saturation correction waits, for status; "": none */
+    char pods_settling[256];     /* which per-pod metrics left settling pods out; "": none */
 } ms__item_t;
 
 /* The object as the cache holds it now (a deep copy, kept in it->obj);
@@ -564,6 +583,18 @@ bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double c
  * due (0: none); progress, the last finished round or sync; now. */
 bool ms__liveness_ok(double due_since, double progress, double now, double sync_period);
 
+/* Settling pods leave the span as time passes, not only when a pod changes:
+ * true while the last count found some (they may have settled since) or the
+ * newest Ready pod turned Ready after settle_from (it may still be settling),
+ * so the round counts the pods again though none changed. */
+bool ms__pods_settling_may_change(int32_t settling, double newest_ready, double settle_from);
+/* Present each per-pod metric of obs (a known pod count; Utilization or AverageValue)
+ * as an observation that leaves out the `settling` pods that just turned Ready, as far
+ * as its count must hold them: those beyond the other `running` pods (reconcile.c says
+ * why). Writes the metrics it changed, how many it left out and the reason into why
+ * (cap bytes; "" when none). Call after ms__decision_ready, which counts them. */
+void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, int32_t running,
+                                 ms_observation_t *obs, char *why, size_t cap);
 /* The readyReplicas a decision passes the engine (docs/decision-rules.md,
  * inputs): the Ready pods when they were counted and some are Ready, else
  * current. When every metric is SidecarConcurrency, the pods its series
@@ -577,8 +608,9 @@ bool ms__liveness_ok(double due_since, double progress, double now, double sync_
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
                            int32_t ready_pods, int32_t current);
 /* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
- * metric target counts ready replicas (Utilization, Value), a metric has
- * a saturation correction (held while pods turn Ready), or a downstream
+ * metric target counts ready replicas (Utilization, Value), a metric is a
+ * sidecar preset or has a saturation correction (pods that just turned
+ * Ready), or a downstream
  * entry reserves room for pods not running yet (step 7). */
 bool ms__spec_needs_pods(const ms_spec_t *s);
 /* Whether a query of the spec uses {{podRegex}}. When the round could not

@@ -42,15 +42,17 @@ bool ms__spec_uses_pod_regex(const ms_spec_t *s)
 }
 
 /* Pods are counted only when something needs them: a {{podRegex}} query, a
- * target that counts ready replicas (Utilization, Value), a saturation
- * correction (when pods turned Ready: hold_unsettled_saturation), or a
- * downstream guardrail (the running pods: step 7's reservation). */
+ * target that counts ready replicas (Utilization, Value), a per-pod preset
+ * or a saturation correction (when pods turned Ready: ms__leave_out_settling_pods,
+ * hold_unsettled_saturation), or a downstream guardrail (the running pods:
+ * step 7's reservation). */
 bool ms__spec_needs_pods(const ms_spec_t *s)
 {
     if (s->ndownstreams > 0)
         return true;
     for (size_t i = 0; i < s->nmetrics; i++)
-        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE || s->saturation[i].enabled)
+        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE ||
+            s->metrics[i].source != MS_SOURCE_PROMETHEUS || s->saturation[i].enabled)
             return true;
     return ms__spec_uses_pod_regex(s);
 }
@@ -187,6 +189,49 @@ static void hold_unsettled_saturation(ms__item_t *it, ms_observation_t *obs)
                           age < 0 ? 0 : age, longest);
 }
 
+/* A pod that just turned Ready takes a burst at once (the work queued while
+ * the others were full, a cold start), and its sidecar reads it: the lab read
+ * 93% in flight for a demand of 65%, one sync long, and scaled up again past
+ * need. The HPA treats such a pod as not ready for a scale-up (its CPU
+ * initialization rule); here a per-pod metric leaves the pods that turned
+ * Ready in the last MS__READY_SETTLE_SECONDS out: they count as pods that did
+ * not report, and step 3's missing-pods rule counts them idle for a scale-up
+ * and busy for a scale-down, so they can only make a change smaller. A
+ * preset's reading is a sum over pods, so the settled pods' part of a total
+ * (AverageValue) is taken in proportion; an average (Utilization) stays.
+ * A steady target has no settling pod: its first scale-up is not delayed. */
+void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, int32_t running,
+                                 ms_observation_t *obs, char *why, size_t cap)
+{
+    /* Which pods reported is not known, only how many: a settling pod may
+     * not be scraped yet. Count only those that must be among them, as if
+     * every other running pod reported first. */
+    int32_t others = running > settling ? running - settling : 0;
+    ms_fixbuf_t w;
+
+    ms_fixbuf_init(&w, why, cap);
+    why[0] = '\0';
+    if (settling <= 0)
+        return;
+    for (size_t i = 0; i < spec->nmetrics; i++) {
+        ms_pods_t *pods = &obs->metric_pods[i];
+        ms_target_type_t type = spec->metrics[i].target_type;
+        int32_t left_out;
+
+        if (!obs->metrics[i].present || !pods->known || pods->count <= others ||
+            (type != MS_TARGET_UTILIZATION && type != MS_TARGET_AVERAGE_VALUE))
+            continue;
+        left_out = pods->count - others < settling ? pods->count - others : settling;
+        if (type == MS_TARGET_AVERAGE_VALUE)
+            obs->metrics[i].value *= (double)(pods->count - left_out) / (double)pods->count;
+        pods->count -= left_out;
+        ms_fixbuf_appendf(&w, "%s%s (%d)", w.used ? ", " : "", spec->metrics[i].name, (int)left_out);
+    }
+    if (w.used > 0)
+        ms_fixbuf_appendf(&w, ": %d %s turned Ready in the last %.0f s", (int)settling,
+                          settling == 1 ? "pod" : "pods", MS__READY_SETTLE_SECONDS);
+}
+
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
                            int32_t ready_pods, int32_t current)
 {
@@ -214,6 +259,9 @@ static ms_err_t decide(ms__item_t *it)
      * pods are not running yet; uncounted pods reserve nothing. */
     if (t->pods_ok && it->spec->ndownstreams > 0)
         obs.running_replicas = (ms_pods_t){true, t->running_pods};
+    if (t->pods_ok)
+        ms__leave_out_settling_pods(it->spec, t->settling_pods, t->running_pods, &obs,
+                                    it->pods_settling, sizeof it->pods_settling);
     hold_unsettled_saturation(it, &obs);
     /* Only a scale that was written is a scale event (dry-run, pause,
      * conflicts and failed writes store none): recorded after the update. */

@@ -394,6 +394,7 @@ static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
         h = mix(h, &d->downstreams[i], sizeof d->downstreams[i]);
     h = mix(h, it->conflict_with, strlen(it->conflict_with));
     h = mix(h, it->saturation_held, strlen(it->saturation_held));
+    h = mix(h, it->pods_settling, strlen(it->pods_settling));
     return h;
 }
 
@@ -418,10 +419,14 @@ void ms__report(ms_controller_t *c, ms__item_t *it)
 static void report_full(ms_controller_t *c, ms__item_t *it)
 {
     if (it->stage == MS__ENTRY_OBSERVED) {
-        size_t n = ms_decision_explain(it->spec, &it->d, it->explanation, sizeof it->explanation);
-        if (it->saturation_held[0] != '\0' && n < sizeof it->explanation)
-            snprintf(it->explanation + n, sizeof it->explanation - n,
-                     "; saturation correction waits for %s", it->saturation_held);
+        ms_fixbuf_t e;
+
+        ms_fixbuf_init(&e, it->explanation, sizeof it->explanation);
+        e.used = ms_decision_explain(it->spec, &it->d, it->explanation, sizeof it->explanation);
+        if (it->pods_settling[0] != '\0')
+            ms_fixbuf_appendf(&e, "; settling pods left out of %s", it->pods_settling);
+        if (it->saturation_held[0] != '\0')
+            ms_fixbuf_appendf(&e, "; saturation correction waits for %s", it->saturation_held);
     }
     char message[MS_ERRBUF_SIZE + 64];
 

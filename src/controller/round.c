@@ -358,39 +358,53 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
     e->stage = MS__ENTRY_OBSERVED;
 }
 
-/* The target's Ready and Running pods, and their names when a query uses {{podRegex}},
- * counted again only when a pod of the namespace or the selector changed. */
-static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e, const char *ns)
+bool ms__pods_settling_may_change(int32_t settling, double newest_ready, double settle_from)
+{
+    return settling > 0 || newest_ready > settle_from;
+}
+
+/* The target's Ready, Running and settling pods, and their names when a query uses
+ * {{podRegex}}, counted again only when a pod of the namespace or the selector changed,
+ * or a pod may still be settling at wall (the round's wall clock). */
+static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e, const char *ns,
+                      double wall)
 {
     bool want_regex;
     unsigned long gen;
+    /* lastTransitionTime has whole seconds: one more. A time further ahead
+     * than the span is a node's clock, not a pod that just turned Ready. */
+    double settle_from = wall - MS__READY_SETTLE_SECONDS - 1.0;
+    double settle_to = wall + MS__READY_SETTLE_SECONDS;
 
     if (!e->spec->needs_pods || o->selector == NULL || c->pod_index == NULL ||
         (!e->target.cached && (o->selector_text == NULL || o->selector_text[0] == '\0')))
         return;
     want_regex = ms__spec_uses_pod_regex(&e->spec->spec);
     gen = ms__pod_index_generation(c->pod_index, ns);
-    if (gen == 0 || gen != o->pods_generation || (want_regex && o->pod_regex == NULL)) {
+    if (gen == 0 || gen != o->pods_generation || (want_regex && o->pod_regex == NULL) ||
+        ms__pods_settling_may_change(o->settling_pods, o->newest_ready, settle_from)) {
         free(o->pod_regex);
         o->pod_regex = NULL;
         ms__pod_count_t count;
 
-        ms__pod_index_count(c->pod_index, ns, o->selector, want_regex, &count,
-                            want_regex ? &o->pod_regex : NULL);
+        ms__pod_index_count(c->pod_index, ns, o->selector, want_regex, settle_from, settle_to,
+                            &count, want_regex ? &o->pod_regex : NULL);
         o->ready_pods = count.ready;
         o->running_pods = count.running;
         o->newest_ready = count.newest_ready;
+        o->settling_pods = count.settling;
         o->pods_generation = gen;
     }
     e->target.pods_ok = true;
     e->target.ready_pods = o->ready_pods;
     e->target.running_pods = o->running_pods;
     e->target.newest_ready = o->newest_ready;
+    e->target.settling_pods = o->settling_pods;
     if (o->pod_regex != NULL)
         e->pod_regex = ms_xstrdup(o->pod_regex);
 }
 
-static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e)
+static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e, double wall)
 {
     char ns[MS__KEY_MAX];
     const char *slash = strchr(key, '/');
@@ -420,7 +434,7 @@ static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e)
     }
     plan_target(c, o, e, ns);
     if (e->stage == MS__ENTRY_OBSERVED)
-        plan_pods(c, o, e, ns);
+        plan_pods(c, o, e, ns, wall);
 }
 
 /* ---- observing ---- */
@@ -538,7 +552,7 @@ static void run_round(ms_controller_t *c, due_t *due, double now, double wall)
     r->n = due->n;
     r->entries = ms_xcalloc(due->n, sizeof *r->entries);
     for (size_t i = 0; i < due->n; i++)
-        plan(c, due->keys[i], &r->entries[i]);
+        plan(c, due->keys[i], &r->entries[i], wall);
     observe(c, r);
     ms_metrics_set(c->metrics, c->fam.round_objects, NULL, (double)r->n);
     ms_metrics_observe(c->metrics, c->fam.round_seconds, NULL, ms_clock_monotonic() - t0);

@@ -29,6 +29,10 @@ typedef struct {
     bool ready;
     bool running;       /* phase Running and not terminating */
     double ready_since; /* wall seconds its Ready condition turned True; 0: unknown */
+    /* ready_since of the first Ready spell the index saw; 0: never seen Ready.
+     * A pod Ready again after a spell NotReady (a readiness probe failing under
+     * load) has served before: it is not settling. */
+    double first_ready_since;
 } pod_t;
 
 typedef struct {
@@ -173,10 +177,14 @@ void ms__pod_index_notify(void *ctx, ms_kube_change_t change, const cJSON *obj, 
     if (change == MS_KUBE_DELETED) {
         pod_free(ms_strmap_del(&n->pods, name));
     } else {
+        const pod_t *before = ms_strmap_get(&n->pods, name);
+
         p = ms_xcalloc(1, sizeof *p);
         p->ready = transformed_flag(obj, "ready");
         p->running = transformed_flag(obj, "running");
         p->ready_since = p->ready ? transformed_ready_since(obj) : 0;
+        p->first_ready_since = before != NULL && before->first_ready_since > 0 ? before->first_ready_since
+                                                                                : p->ready_since;
         p->labels = cJSON_IsObject(labels) ? cJSON_Duplicate(labels, true) : NULL;
         pod_free(ms_strmap_put(&n->pods, name, p));
     }
@@ -202,7 +210,8 @@ static int by_name(const void *a, const void *b)
 }
 
 void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_selector_t *sel,
-                         bool want_regex, ms__pod_count_t *out, char **regex)
+                         bool want_regex, double settle_from, double settle_to,
+                         ms__pod_count_t *out, char **regex)
 {
     const char **names = NULL;
     size_t n = 0, cap = 0, pos = 0;
@@ -225,6 +234,9 @@ void ms__pod_index_count(ms__pod_index_t *x, const char *ns, const ms_label_sele
             out->ready++;
             if (p->ready_since > out->newest_ready)
                 out->newest_ready = p->ready_since;
+            if (p->ready_since == p->first_ready_since && p->ready_since > settle_from &&
+                p->ready_since < settle_to)
+                out->settling++;
         }
         if (want_regex) {
             names = ms_xgrow(names, &cap, n + 1, sizeof *names);

@@ -142,6 +142,13 @@ static void test_pods_only_when_needed(void **state)
                &spec);
     assert_true(ms__spec_needs_pods(&spec)); /* ready replicas */
     ms_spec_cleanup(&spec);
+    /* AverageValue, but a sidecar preset: its pods that just turned Ready */
+    parse_spec(SPEC_HEAD "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
+                         "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
+                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"7\"}}]}",
+               &spec);
+    assert_true(ms__spec_needs_pods(&spec));
+    ms_spec_cleanup(&spec);
     /* AverageValue, but a saturation correction: when pods turned Ready */
     parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
                          "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}],"
@@ -240,11 +247,11 @@ static void test_pod_index_newest_ready(void **state)
     index_pod(x, "b", "True", "2026-12-01T10:00:07Z");
     index_pod(x, "c", "False", "2026-12-01T10:00:30Z"); /* not Ready: not counted */
     index_pod(x, "d", "True", NULL);                    /* no time: counted, no time */
-    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    ms__pod_index_count(x, "ns", sel, false, 0, 0, &count, NULL);
     assert_int_equal(count.ready, 3);
     assert_true(count.newest_ready == t0 + 7);
     index_pod(x, "c", "True", "2026-12-01T10:00:31Z"); /* c turns Ready */
-    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    ms__pod_index_count(x, "ns", sel, false, 0, 0, &count, NULL);
     assert_int_equal(count.ready, 4);
     assert_true(count.newest_ready == t0 + 31);
     ms_label_selector_free(sel);
@@ -283,14 +290,175 @@ static void test_pod_index_counts_running_pods(void **state)
     index_pod_phase(x, "d", "Pending", false, false);
     index_pod_phase(x, "e", "Running", true, true); /* terminating */
     index_pod_phase(x, "f", "Succeeded", false, false);
-    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    ms__pod_index_count(x, "ns", sel, false, 0, 0, &count, NULL);
     assert_int_equal(count.running, 2);
     assert_int_equal(count.ready, 1);
     index_pod_phase(x, "c", "Running", false, false); /* c starts */
-    ms__pod_index_count(x, "ns", sel, false, &count, NULL);
+    ms__pod_index_count(x, "ns", sel, false, 0, 0, &count, NULL);
     assert_int_equal(count.running, 3);
     ms_label_selector_free(sel);
     ms__pod_index_free(x);
+}
+
+/* Settling pods: Ready pods whose Ready condition turned True inside the
+ * span for the first time; pods with no time, not Ready, Ready again after
+ * a spell NotReady, or Ready before the span (or after it: a node's clock
+ * ahead) are settled. */
+static void test_pod_index_counts_settling_pods(void **state)
+{
+    ms__pod_index_t *x = ms__pod_index_new();
+    ms_label_selector_t *sel = NULL;
+    ms__pod_count_t count;
+    char err[128];
+    double t0;
+
+    (void)state;
+    assert_true(ms_time_parse_rfc3339("2026-12-01T10:00:00Z", &t0));
+    assert_int_equal(ms_label_selector_parse("app=api", &sel, err, sizeof err), MS_OK);
+    index_pod(x, "a", "True", "2026-12-01T09:00:00Z");  /* an hour ago */
+    index_pod(x, "b", "True", "2026-12-01T10:00:03Z");  /* just now */
+    index_pod(x, "c", "True", "2026-12-01T10:00:05Z");
+    index_pod(x, "d", "False", "2026-12-01T10:00:05Z"); /* not Ready */
+    index_pod(x, "e", "True", NULL);                    /* no time */
+    index_pod(x, "f", "True", "2026-12-01T11:00:00Z");  /* an hour ahead: a clock */
+    ms__pod_index_count(x, "ns", sel, false, t0 - 21, t0 + 20, &count, NULL);
+    assert_int_equal(count.ready, 5);
+    assert_int_equal(count.settling, 2);
+    /* c fails its readiness probe and is Ready again: it served before, it
+     * is not settling (a saturated pod flapping must not hold a scale-up) */
+    index_pod(x, "c", "False", "2026-12-01T10:00:08Z");
+    index_pod(x, "c", "True", "2026-12-01T10:00:09Z");
+    ms__pod_index_count(x, "ns", sel, false, t0 - 21, t0 + 20, &count, NULL);
+    assert_int_equal(count.settling, 1);
+    /* 30 s later b has settled */
+    ms__pod_index_count(x, "ns", sel, false, t0 + 30 - 21, t0 + 30 + 20, &count, NULL);
+    assert_int_equal(count.settling, 0);
+    ms_label_selector_free(sel);
+    ms__pod_index_free(x);
+}
+
+/* The lab's meshscaler arm: in flight against the sidecar's maxconn, 70%. */
+/* The round counts pods again, though none changed, while the count can
+ * move with time alone: pods counted settling settle later (a count of 2
+ * kept after they settled held every scale-up back in a lab run), and a
+ * pod that turned Ready inside the span may still be settling. */
+static void test_settling_count_is_refreshed(void **state)
+{
+    (void)state;
+    assert_true(ms__pods_settling_may_change(2, 1000, 1001));  /* were settling */
+    assert_true(ms__pods_settling_may_change(0, 1002, 1001));  /* may be settling */
+    assert_false(ms__pods_settling_may_change(0, 1000, 1001)); /* all settled */
+    assert_false(ms__pods_settling_may_change(0, 0, 1001));    /* no time known */
+}
+
+#define LAB_SPEC                                                                                   \
+    "{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\"}," \
+    "\"minReplicas\":2,\"maxReplicas\":16,\"metrics\":[{\"name\":\"sidecar\","                   \
+    "\"type\":\"SidecarConcurrency\",\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"           \
+    "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}"
+
+/* One decision as the reconciler makes it: ready from the reporting pods,
+ * then the settling pods left out. */
+static int32_t decide_lab_running(const ms_spec_t *spec, double now, int32_t current,
+                                  int32_t ready_pods, int32_t running, int32_t reporting,
+                                  int32_t settling, double in_flight, char *why, size_t cap,
+                                  ms_decision_t *d)
+{
+    ms_engine_memory_t mem;
+    ms_observation_t obs;
+
+    ms_engine_memory_init(&mem);
+    ms_observation_init(&obs);
+    obs.now = now;
+    obs.current_replicas = current;
+    obs.metrics[0] = (ms_sample_t){true, in_flight};
+    obs.metric_pods[0] = (ms_pods_t){true, reporting};
+    obs.ready_replicas = ms__decision_ready(spec, obs.metric_pods, true, ready_pods, current);
+    ms__leave_out_settling_pods(spec, settling, running, &obs, why, cap);
+    assert_int_equal(ms_engine_decide(spec, &mem, &obs, d), MS_OK);
+    return d->desired_replicas;
+}
+
+/* The same, with every pod Running and Ready. */
+static int32_t decide_lab(const ms_spec_t *spec, double now, int32_t current, int32_t ready_pods,
+                          int32_t reporting, int32_t settling, double in_flight, char *why,
+                          size_t cap, ms_decision_t *d)
+{
+    return decide_lab_running(spec, now, current, ready_pods, ready_pods, reporting, settling,
+                              in_flight, why, cap, d);
+}
+
+/* The lab's overshoot (blind-vs-aware, 2 December): 10 Ready pods, 6 of them
+ * Ready for 2-3 s, read 93% in flight for a demand of 65%: 93 / 70 x 10 asked
+ * 14, past the 10 the peak needs. With the 6 left out (counted idle for a
+ * scale-up) it holds 10. A target with no settling pod is not delayed: its
+ * first scale-up is the same; a scale-down is never made larger. */
+static void test_settling_pods_make_a_scale_up_smaller(void **state)
+{
+    ms_spec_t spec;
+    ms_decision_t d;
+    char why[256];
+
+    (void)state;
+    parse_spec(LAB_SPEC, &spec);
+    assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 0, 93, why, sizeof why, &d), 14);
+    assert_string_equal(why, "");
+    assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 6, 93, why, sizeof why, &d), 10);
+    assert_string_equal(why, "sidecar (6): 6 pods turned Ready in the last 20 s");
+    assert_true(d.metrics[0].partial);
+    assert_int_equal(d.metrics[0].pods.count, 4);
+    /* The settled pods alone still ask: 2 of 10 settling at 100% read as
+     * 80%, which is past the band: 12, not the 15 all ten would ask. */
+    assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 2, 100, why, sizeof why, &d), 12);
+    /* Settling pods not scraped yet. 6 running, 4 Ready (2 of them settling),
+     * 2 reports: all may come from the 4 other running pods, so nothing is
+     * left out. 5 reports: at least 1 is a settling pod's. */
+    assert_int_equal(decide_lab_running(&spec, 100, 6, 4, 6, 2, 2, 100, why, sizeof why, &d), 6);
+    assert_string_equal(why, "");
+    decide_lab_running(&spec, 100, 6, 4, 6, 5, 2, 100, why, sizeof why, &d);
+    assert_string_equal(why, "sidecar (1): 2 pods turned Ready in the last 20 s");
+    assert_int_equal(d.metrics[0].pods.count, 4);
+    /* The first scale-up from a steady state (2 pods, saturated): 3. */
+    assert_int_equal(decide_lab(&spec, 100, 2, 2, 2, 0, 100, why, sizeof why, &d), 3);
+    /* Every pod settling: nothing reported for a scale-up, the count holds. */
+    assert_int_equal(decide_lab(&spec, 100, 4, 4, 4, 4, 100, why, sizeof why, &d), 4);
+    /* A scale-down is not made larger (missing pods count busy): without a
+     * recorded recommendation to stabilize on, 10 at 20% asks 3; with 6
+     * settling pods counted busy, (20 x 4 + 100 x 6) / 10 = 68%: in the band. */
+    assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 0, 20, why, sizeof why, &d), 10);
+    assert_int_equal(d.recommendation, 3);
+    assert_int_equal(decide_lab(&spec, 100, 10, 10, 10, 6, 20, why, sizeof why, &d), 10);
+    assert_int_equal(d.recommendation, 10);
+    ms_spec_cleanup(&spec);
+}
+
+/* AverageValue: the total is cut to the settled pods' share; a metric
+ * without a pod count (a user query) and a Value target are left as they
+ * are. */
+static void test_settling_pods_average_value_and_others(void **state)
+{
+    ms_spec_t spec;
+    ms_observation_t obs;
+    char why[256];
+
+    (void)state;
+    parse_spec(SPEC_HEAD "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
+                         "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
+                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"7\"}},"
+                         "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+                         "\"target\":{\"type\":\"Value\",\"value\":\"50\"}}]}",
+               &spec);
+    ms_observation_init(&obs);
+    obs.metrics[0] = (ms_sample_t){true, 93};
+    obs.metric_pods[0] = (ms_pods_t){true, 10};
+    obs.metrics[1] = (ms_sample_t){true, 80};
+    ms__leave_out_settling_pods(&spec, 6, 10, &obs, why, sizeof why);
+    assert_true(fabs(obs.metrics[0].value - 93.0 * 4 / 10) < 1e-9);
+    assert_int_equal(obs.metric_pods[0].count, 4);
+    assert_true(obs.metrics[1].value == 80);
+    assert_false(obs.metric_pods[1].known);
+    assert_string_equal(why, "s (6): 6 pods turned Ready in the last 20 s");
+    ms_spec_cleanup(&spec);
 }
 
 int main(void)
@@ -303,6 +471,10 @@ int main(void)
         cmocka_unit_test(test_pod_index_newest_ready),
         cmocka_unit_test(test_pod_index_counts_running_pods),
         cmocka_unit_test(test_decision_ready),
+        cmocka_unit_test(test_pod_index_counts_settling_pods),
+        cmocka_unit_test(test_settling_count_is_refreshed),
+        cmocka_unit_test(test_settling_pods_make_a_scale_up_smaller),
+        cmocka_unit_test(test_settling_pods_average_value_and_others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

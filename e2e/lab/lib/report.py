@@ -508,9 +508,14 @@ def client_checks(arm, f, check):
           f["client_summary"] and f.get("abandoned") == 0)
 
 
-# Issue 22 asked for + 2; blind-vs-aware peaked at 12, 12, 12 and then 14 (2 December):
-# newly Ready pods take the queued backlog and read ~93% in flight at one instant, a
-# product fault still open (closing note of that day). + 4 stays below every scenario's
+# Issue 22 asked for + 2; blind-vs-aware peaked at 12, 12, 12 and then 14 (2 December,
+# runs/blind-vs-aware-short-2026-12-02-overshoot.json): newly Ready pods read 93% in
+# flight at one instant. The controller now leaves pods that just turned Ready out of
+# per-pod metrics (docs/controller.md, step 6). Its one clean run peaked at 12 (runs/
+# ...-settle.json, all checks at + 2); three runs on a machine at load average 20-60
+# peaked at 16 (runs/...-loaded-1/2/3.json: the clients 0.8-4.3 s late, settled pods
+# at 88-94% in flight, slower than the 50/s a pod the bound assumes: errors above 1%
+# for 58 s or for good). Until three clean runs pass, + 4, which stays below every scenario's
 # maxReplicas (16, 24), so an overshoot to the max still fails.
 OVERSHOOT_SLACK = 4
 
