@@ -252,6 +252,16 @@ def rebase(old_path, mutant_path, new_path, out_path):
     i = min(hits, key=lambda h: abs(h - lo))
     open(out_path, 'w').write('\n'.join(new[:i] + mut[lo:b] + new[i + len(want):]))
 
+def sample(index_path, n, seed):
+    """n lines of the index, a uniform pick fixed by seed, in id order.
+    (shuf --random-source=<(yes SEED) was not one: its constant bytes picked
+    ids in arithmetic runs, a few lines of a file.)"""
+    import random
+    rows = [l for l in open(index_path) if l.strip()]
+    pick = random.Random(int(seed)).sample(rows, min(int(n), len(rows)))
+    pick.sort(key=lambda l: int(l.split('\t', 1)[0]))
+    sys.stdout.write(''.join(pick))
+
 def targets(build, include, exclude):
     """The executables the tests matching include (and not exclude) run."""
     d = json.load(sys.stdin)
@@ -314,6 +324,7 @@ if __name__ == '__main__':
     if cmd == 'strip': strip(*sys.argv[2:4])
     elif cmd == 'index': index(*sys.argv[2:7])
     elif cmd == 'rebase': rebase(*sys.argv[2:6])
+    elif cmd == 'sample': sample(*sys.argv[2:5])
     elif cmd == 'targets': targets(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else '')
     elif cmd == 'table': table(sys.argv[2], sys.argv[3])
     elif cmd == 'commands': commands()
@@ -446,7 +457,7 @@ else
       awk -F'\t' -v want=" $(echo $lines) " 'index(want, " " $3 " ")' "$MUT/$key/index.tsv" >>"$QUEUE"
       log "$f: $n mutants, of which those of lines $(echo $lines): $(awk -F'\t' -v want=" $(echo $lines) " 'index(want, " " $3 " ")' "$MUT/$key/index.tsv" | wc -l)"
     elif ((SAMPLE > 0 && n > SAMPLE)); then
-      shuf -n "$SAMPLE" --random-source=<(yes "$SEED") "$MUT/$key/index.tsv" | sort -n >>"$QUEUE"
+      py sample "$MUT/$key/index.tsv" "$SAMPLE" "$SEED" >>"$QUEUE"
       log "$f: $n mutants, sampling $SAMPLE"
     else
       cat "$MUT/$key/index.tsv" >>"$QUEUE"

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "meshscaler/quantity.h"
@@ -261,6 +262,35 @@ static void test_parse_n_reads_only_len_bytes(void **state)
     assert_true(out == 2000.0);
 }
 
+/* A slice that ends where its buffer ends: no byte at text[len] to read.
+ * Each text is copied into a heap block of exactly its length, so a read
+ * one past it is a heap-buffer-overflow under ASan (scripts/test.sh's
+ * sanitizer suite). Texts that end after the integer digits, after the
+ * fraction and after a suffix or exponent (mutant: quantity.c's
+ * `i < len && text[i] == '.'` with the bound test made always true). */
+static void test_parse_n_reads_nothing_past_an_unterminated_slice(void **state)
+{
+    static const struct {
+        const char *text;
+        double want;
+    } cases[] = {{"15", 15.0}, {"-7", -7.0}, {"1.5", 1.5}, {"2.", 2.0},
+                 {"3k", 3000.0}, {"1Ki", 1024.0}, {"2e3", 2000.0}, {"250m", 0.25}};
+    char errbuf[MS_ERRBUF_SIZE] = "";
+
+    (void)state;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t len = strlen(cases[k].text);
+        char *slice = malloc(len);
+        double out = UNTOUCHED;
+
+        assert_non_null(slice);
+        memcpy(slice, cases[k].text, len);
+        assert_int_equal(ms_quantity_parse_n(slice, len, &out, errbuf, sizeof errbuf), MS_OK);
+        assert_true(out == cases[k].want);
+        free(slice);
+    }
+}
+
 static void test_tiny_error_buffer_is_safe(void **state)
 {
     char errbuf[4] = "zzz";
@@ -294,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_too_large_is_a_range_error),
         cmocka_unit_test(test_refuses_embedded_nul),
         cmocka_unit_test(test_parse_n_reads_only_len_bytes),
+        cmocka_unit_test(test_parse_n_reads_nothing_past_an_unterminated_slice),
         cmocka_unit_test(test_tiny_error_buffer_is_safe),
     };
 
