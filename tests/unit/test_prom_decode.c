@@ -466,6 +466,36 @@ static void test_value_strings(void **state)
     assert_true(ms_prom_parse_value("-Inf", 4, &v) && isinf(v) && v < 0);
 }
 
+/* ms_prom_parse_value reads len bytes and no more: a slice followed by an
+ * exponent or a digit is the slice's number ("1" out of "1e5", "1e5" out of
+ * "1e55"), and a slice that ends its heap block is not read past (ASan).
+ * Mutants: decode.c's `i < len` before the exponent's `e` and in its digit
+ * loop made always true. */
+static void test_value_slices_read_only_len_bytes(void **state)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        double v;
+    } cases[] = {{"1e5", 1, 1}, {"1e55", 3, 1e5}, {"2.5E3x", 5, 2500}, {"7", 1, 7}, {"1e-3", 4, 1e-3}};
+    double v;
+    (void)state;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *slice = malloc(cases[i].len);
+
+        assert_non_null(slice);
+        memcpy(slice, cases[i].text, cases[i].len);
+        v = UNTOUCHED;
+        if (!ms_prom_parse_value(cases[i].text, cases[i].len, &v) || v != cases[i].v)
+            fail_msg("\"%s\" cut to %zu: value %g", cases[i].text, cases[i].len, v);
+        v = UNTOUCHED;
+        if (!ms_prom_parse_value(slice, cases[i].len, &v) || v != cases[i].v)
+            fail_msg("heap copy of \"%.*s\": value %g", (int)cases[i].len, cases[i].text, v);
+        free(slice);
+    }
+}
+
 static void test_reason_names(void **state)
 {
     (void)state;
@@ -923,6 +953,7 @@ int main(void)
         cmocka_unit_test(test_garbage_is_quoted_printably),
         cmocka_unit_test(test_transport_failures),
         cmocka_unit_test(test_value_strings),
+        cmocka_unit_test(test_value_slices_read_only_len_bytes),
         cmocka_unit_test(test_reason_names),
         cmocka_unit_test(test_member_order_shuffled),
         cmocka_unit_test(test_whitespace_and_bom),
