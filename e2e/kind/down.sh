@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # down.sh - delete the kind cluster of e2e/kind/up.sh and its state (kubeconfig, env).
 # The images stay (up.sh reuses them: SKIP_BUILD=1 online, the cache offline).
 #

@@ -1,4 +1,5 @@
-# shellcheck shell=bash
+# shellcheck shell=bash source-path=SCRIPTDIR
+# shellcheck disable=SC2034,SC2154,SC2016  # sets names the sourced libs read; up.sh/down.sh set here, repo, state; scripts run in containers are single-quoted
 # e2e/kind/offline.sh — kind with no container registry, sourced by up.sh and down.sh.
 #
 # kind's node image cannot be pulled here, and `kind build node-image` fetches etcd,
@@ -86,6 +87,13 @@ find_go_offline() {
 go_tool() {
   local name="$1" mod="$2" log="$KIND_CACHE/$1.install.log"
   [ -x "$KIND_BIN/$name" ] && [ "$(cat "$KIND_BIN/$name.version" 2>/dev/null)" = "$mod" ] && return 0
+  # e2e/local may have built the same version (containerd, crictl, metrics-server).
+  if [ -x "$E2E_DIR/.bin/$name" ] && [ "$(cat "$E2E_DIR/.bin/$name.version" 2>/dev/null)" = "$mod" ] \
+      && [ ! -e "$E2E_DIR/.bin/$name.ldflags" ]; then
+    cp "$E2E_DIR/.bin/$name" "$KIND_BIN/$name.tmp" && mv -f "$KIND_BIN/$name.tmp" "$KIND_BIN/$name"
+    echo "$mod" > "$KIND_BIN/$name.version"
+    return 0
+  fi
   say "building $name ($mod; a few minutes the first time, log $log)"
   : > "$log"
   progress_run "building $name (go install)" "~1-5 min" "cached" "$log" \
@@ -200,9 +208,8 @@ kind_docker_stop() {
     say "stopped the Docker engine (pid $pid)"
   fi
   local m
-  for m in $(awk -v a="$KIND_DOCKER_RUN" -v b="$KIND_DOCKER_ROOT" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts | sort -r); do
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-  done
+  awk -v a="$KIND_DOCKER_RUN" -v b="$KIND_DOCKER_ROOT" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts \
+    | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
   rm -f "$KIND_DOCKER_RUN/mode"
 }
 
@@ -324,8 +331,8 @@ node_image() {
     docker_ rm -f "$box" >/dev/null; tail -n 20 "$log" >&2; die "importing the images into the node image failed (log: $log)"
   fi
   docker_ exec "$box" ctr -n k8s.io images ls -q >>"$log" 2>&1
-  docker_ exec "$box" bash -c 'pkill containerd; for i in $(seq 1 50); do pgrep -x containerd >/dev/null || exit 0; sleep 0.2; done; exit 1' \
-    || say "containerd in the preload container did not stop in 10 s; committing anyway"
+  docker_ exec "$box" bash -c 'pkill -x containerd; for i in $(seq 1 150); do pgrep -x containerd >/dev/null || exit 0; sleep 0.2; done; exit 1' \
+    || say "containerd in the preload container did not stop in 30 s; committing anyway"
   docker_ commit \
     --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
     --change "LABEL meshscaler.e2e.hash=$hash" \
@@ -382,8 +389,9 @@ offline_cni() {
     [ -n "$nodes" ] && ! awk 'NF < 3 {bad = 1} END {exit !bad}' <<<"$nodes" && break
     sleep 2
   done
-  [ -n "$nodes" ] && ! awk 'NF < 3 {bad = 1} END {exit !bad}' <<<"$nodes" \
-    || die "the nodes of $cluster have no podCIDR or address after 120 s: $nodes"
+  if [ -z "$nodes" ] || awk 'NF < 3 {bad = 1} END {exit !bad}' <<<"$nodes"; then
+    die "the nodes of $cluster have no podCIDR or address after 120 s: $nodes"
+  fi
   while read -r name cidr ip; do
     say "pod network on $name: $cidr ($ip)"
     docker exec -i "$name" sh -c 'mkdir -p /etc/cni/net.d && cat > /etc/cni/net.d/10-meshscaler-e2e.conflist' <<EOF
@@ -498,7 +506,7 @@ host_restore() {
     # restore replaces the tables it names; a table first made since then is emptied.
     for table in $("$ipt-save" 2>/dev/null | sed -n 's/^\*//p'); do
       grep -qx "\*$table" "$state/host/$ipt.save" && continue
-      "$ipt" -t "$table" -F && "$ipt" -t "$table" -X || say "could not empty the $ipt table $table"
+      if ! { "$ipt" -t "$table" -F && "$ipt" -t "$table" -X; }; then say "could not empty the $ipt table $table"; fi
     done
   done
   local line

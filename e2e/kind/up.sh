@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # up.sh - a kind cluster running meshscaler from this repository, for the same
 # end-to-end suite as the local environment (tests/incluster/run.sh). Needs Docker,
 # kind, helm and kubectl; see e2e/kind/README.md.
