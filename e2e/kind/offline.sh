@@ -491,7 +491,7 @@ host_save() {
   for s in $HOST_SYSCTLS; do
     sysctl -n "$s" 2>/dev/null | sed "s#^#$s=#" >> "$state/host/sysctl.save" || true
   done
-  lsmod | awk 'NR > 1 {print $1}' | sort > "$state/host/modules.save"
+  { awk '{print $1}' /proc/modules 2>/dev/null || true; } | sort > "$state/host/modules.save"
   # kind bind-mounts /lib/modules; Docker creates it when it is missing.
   [ -e /lib/modules ] || touch "$state/host/lib-modules-created"
 }
@@ -519,7 +519,7 @@ host_restore() {
     return 1
   fi
   local loaded
-  loaded="$(lsmod | awk 'NR > 1 {print $1}' | sort | comm -13 "$state/host/modules.save" - | tr '\n' ' ')"
+  loaded="$({ awk '{print $1}' /proc/modules 2>/dev/null || true; } | sort | comm -13 "$state/host/modules.save" - | tr '\n' ' ')"
   # Kernel modules are machine-wide and may be in use by others: named, not unloaded.
   [ -z "$loaded" ] || say "kernel modules loaded since up.sh (left loaded): $loaded"
   say "iptables rules and sysctls restored as before up.sh"
