@@ -166,6 +166,8 @@ kind_docker_start() {
   local mode="$1" net=()
   if [ -n "$(kind_docker_pid)" ]; then
     [ "$(kind_docker_mode)" = "$mode" ] && return 0
+    # An engine in cluster mode builds too; never stop it under a running cluster.
+    [ "$mode" = build ] && return 0
     kind_docker_stop
   fi
   docker_install

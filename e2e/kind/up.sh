@@ -61,15 +61,16 @@ if [[ -z $mode ]]; then
 fi
 
 if [[ $mode == offline ]]; then
-  # Everything is built here and runs on this script's own Docker engine.
+  # Everything is built here and runs on this script's own Docker engine; the mark
+  # tells down.sh (and a re-run) so, even if this run stops half-way.
+  mkdir -p "$state"
+  touch "$state/offline"
   offline_node_image
   offline_workload_images
   ln -sf k8s-node "$KIND_BIN/kubectl"
   [[ -x $E2E_DIR/.bin/helm ]] || "$E2E_DIR/local" tools helm
   export PATH="$KIND_BIN:$E2E_DIR/.bin:$PATH"
   export DOCKER_HOST="unix://$DOCKER_SOCK"
-  mkdir -p "$state"
-  touch "$state/offline"
   host_lock_take
   host_save
   kind_docker_start cluster
