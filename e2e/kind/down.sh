@@ -56,8 +56,14 @@ if [[ $offline == 1 ]]; then
   kind_docker_stop
   if [[ -f $state/host/lib-modules-created ]]; then rmdir /lib/modules 2>/dev/null || true; fi
   host_restore || rc=1
-  host_lock_release
+  # A host left different keeps the lock: nobody else's node starts on it.
+  if [[ $rc == 0 ]]; then host_lock_release; else say "keeping the node lock (pid $(lock_holder_pid)) until down.sh succeeds"; fi
 fi
-rm -rf "$state"
-echo "[kind] down; removed $state" >&2
+if [[ $rc == 0 ]]; then
+  rm -rf "$state"
+  echo "[kind] down; removed $state" >&2
+else
+  # The saved rules stay for a second down.sh (or a look by hand).
+  echo "[kind] down, with the differences above; kept $state (saved host state in $state/host)" >&2
+fi
 exit "$rc"

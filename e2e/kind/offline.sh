@@ -333,7 +333,9 @@ node_image() {
     docker_ rm -f "$box" >/dev/null; tail -n 20 "$log" >&2; die "importing the images into the node image failed (log: $log)"
   fi
   docker_ exec "$box" ctr -n k8s.io images ls -q >>"$log" 2>&1
-  docker_ exec "$box" bash -c 'pkill -x containerd; for i in $(seq 1 150); do pgrep -x containerd >/dev/null || exit 0; sleep 0.2; done; exit 1' \
+  # The container's PID 1 (sleep) reaps nothing, so containerd stays a zombie:
+  # wait for it to stop answering rather than for it to vanish.
+  docker_ exec "$box" bash -c 'pkill -x containerd; for i in $(seq 1 150); do ctr version >/dev/null 2>&1 || exit 0; sleep 0.2; done; exit 1' \
     || say "containerd in the preload container did not stop in 30 s; committing anyway"
   docker_ commit \
     --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
