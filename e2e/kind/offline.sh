@@ -129,6 +129,40 @@ k8s_node_build() {
   echo "$stamp" > "$out.stamp"
 }
 
+# prometheus_build: Prometheus from e2e/kind/prometheus (see tools.go there for why
+# not `go install` or Debian's package), rebuilt when the module or Go changes.
+prometheus_build() {
+  local src="$here/prometheus" out="$KIND_BIN/prometheus" log="$KIND_CACHE/prometheus.build.log" stamp
+  stamp="$( { cat "$src/go.mod" "$src/go.sum"; "$GO" version; } | sha256sum | cut -d' ' -f1)"
+  [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ] && return 0
+  say "building Prometheus (e2e/kind/prometheus; log $log)"
+  : > "$log"
+  progress_run "compiling Prometheus" "~10-40 min" "cached" "$log" \
+    bash -c 'cd "$1" && CGO_ENABLED=0 nice -n 19 "$2" build -buildvcs=false -ldflags "-s -w" -o "$3.tmp" github.com/prometheus/prometheus/cmd/prometheus' \
+    _ "$src" "$GO" "$out" \
+    || { tail -n 20 "$log" >&2; die "building Prometheus failed (log: $log)"; }
+  mv -f "$out.tmp" "$out"
+  echo "$stamp" > "$out.stamp"
+}
+
+# image_prometheus: the binary alone, run as nobody (prometheus.yaml mounts its config
+# and data); a `docker save` tarball written directly, as for metrics-server.
+image_prometheus() {
+  local tag out root
+  tag="$(sha256sum "$KIND_BIN/prometheus" | cut -c1-12)"
+  OFFLINE_PROMETHEUS_IMAGE="$IMAGE_PREFIX/prometheus:$tag"
+  out="$CACHE/images/prometheus-$tag.tar"
+  if [ ! -f "$out" ]; then
+    root="$(mktemp -d "$CACHE/tmp.prometheus.XXXXXX")"
+    cp "$KIND_BIN/prometheus" "$root/prometheus"
+    mkdir -m 1777 "$root/tmp"
+    image_from_rootfs "$OFFLINE_PROMETHEUS_IMAGE" "$root" "$out" '["/prometheus"]'
+    rm -rf "$root"
+    say "made $OFFLINE_PROMETHEUS_IMAGE ($(du -h "$out" | cut -f1))"
+  fi
+  IMAGE_TARS+=("$out")
+}
+
 offline_tools() {
   find_go_offline
   mkdir -p "$KIND_BIN"
@@ -139,6 +173,8 @@ offline_tools() {
   go_tool containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@v2.4.2
   go_tool crictl sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
   go_tool coredns github.com/coredns/coredns@v1.14.6
+  go_tool metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server@v0.8.0
+  prometheus_build
 }
 
 # kind_module_dir: the kind module's source in the Go module cache (its node files).
@@ -362,15 +398,14 @@ offline_node_image() {
 }
 
 # offline_workload_images: the images the suite runs, as e2e/local makes them (tarballs
-# in e2e/.cache/images, shared with it), plus Prometheus from Debian's package. Sets
+# in e2e/.cache/images, shared with it), plus Prometheus built from its module. Sets
 # OFFLINE_*_IMAGE and OFFLINE_IMAGE_TARS (for `kind load image-archive`).
 offline_workload_images() {
-  go_tool metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server@v0.8.0
   IMAGE_TARS=()
   image_metrics_server
+  image_prometheus
   image_dockerfile app "$IMAGES_DIR/app"; OFFLINE_APP_IMAGE="$IMAGE_REF"
   image_dockerfile sidecar "$IMAGES_DIR/sidecar"; OFFLINE_SIDECAR_IMAGE="$IMAGE_REF"
-  image_dockerfile prometheus "$here/images/prometheus"; OFFLINE_PROMETHEUS_IMAGE="$IMAGE_REF"
   local tars=("${IMAGE_TARS[@]}")
   image_meshscaler
   tars+=("${IMAGE_TARS[@]}")
