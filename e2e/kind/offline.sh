@@ -149,14 +149,16 @@ prometheus_build() {
 # and data); a `docker save` tarball written directly, as for metrics-server.
 image_prometheus() {
   local tag out root
-  tag="$(sha256sum "$KIND_BIN/prometheus" | cut -c1-12)"
+  # Not at /prometheus: prometheus.yaml mounts its data there.
+  tag="$( { sha256sum "$KIND_BIN/prometheus"; echo /bin/prometheus; } | sha256sum | cut -c1-12)"
   OFFLINE_PROMETHEUS_IMAGE="$IMAGE_PREFIX/prometheus:$tag"
   out="$CACHE/images/prometheus-$tag.tar"
   if [ ! -f "$out" ]; then
     root="$(mktemp -d "$CACHE/tmp.prometheus.XXXXXX")"
-    cp "$KIND_BIN/prometheus" "$root/prometheus"
+    mkdir "$root/bin"
+    cp "$KIND_BIN/prometheus" "$root/bin/prometheus"
     mkdir -m 1777 "$root/tmp"
-    image_from_rootfs "$OFFLINE_PROMETHEUS_IMAGE" "$root" "$out" '["/prometheus"]'
+    image_from_rootfs "$OFFLINE_PROMETHEUS_IMAGE" "$root" "$out" '["/bin/prometheus"]'
     rm -rf "$root"
     say "made $OFFLINE_PROMETHEUS_IMAGE ($(du -h "$out" | cut -f1))"
   fi

@@ -186,7 +186,9 @@ if [[ $existed == 1 ]]; then
   k -n meshscaler-system rollout status deployment/meshscaler --timeout=180s >/dev/null ||
     die "the meshscaler Deployment did not become ready (kubectl -n meshscaler-system logs deployment/meshscaler)"
 fi
-helm --kubeconfig "$kubeconfig" test meshscaler --namespace meshscaler-system --logs ||
+# No --logs: the chart's test pod is deleted once it succeeds (hook-succeeded), and
+# helm then fails to read its logs.
+helm --kubeconfig "$kubeconfig" test meshscaler --namespace meshscaler-system ||
   die "helm test failed"
 
 # --- the environment of the suite ---------------------------------------------
