@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # up.sh - a kind cluster running meshscaler from this repository, for the same
 # end-to-end suite as the local environment (tests/incluster/run.sh). Needs Docker,
 # kind, helm and kubectl; see e2e/kind/README.md.
 #
-#   e2e/kind/up.sh                 create (or reuse) the cluster and install everything
-#   source e2e/kind/.state/env     then: tests/incluster/run.sh
+#   e2e/kind/up.sh [--offline|--online]   create (or reuse) the cluster and install everything
+#   source e2e/kind/.state/env           then: tests/incluster/run.sh
+#
+# Online (a Docker engine that reaches Docker Hub): kind's upstream node image and the
+# upstream Prometheus and metrics-server images. Offline (--offline, or detected: no
+# engine, or no registry): e2e/kind/offline.sh builds kind, the node image and every
+# image from Go modules and the Debian mirror, runs its own Docker engine, and holds
+# the machine's node lock until down.sh (see e2e/kind/README.md).
 #
 # Steps: kind create cluster (cluster.yaml); docker build the meshscaler image
 # (meshscaler:dev, the repository's Dockerfile) and the test workload's images
@@ -23,6 +30,15 @@
 # Re-running it on an existing cluster rebuilds, reloads and upgrades in place.
 set -euo pipefail
 
+mode=""
+for arg in "$@"; do
+  case "$arg" in
+    --offline) mode=offline ;;
+    --online) mode=online ;;
+    *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+done
+
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cluster="${KIND_CLUSTER_NAME:-meshscaler-e2e}"
@@ -35,7 +51,30 @@ metrics_server_image="${METRICS_SERVER_IMAGE:-registry.k8s.io/metrics-server/met
 prometheus_host_url="http://127.0.0.1:30090"
 
 say() { echo "[kind] $*" >&2; }
-die() { echo "[kind] error: $*" >&2; exit 1; }
+die() { progress_stop 2>/dev/null || true; echo "[kind] error: $*" >&2; exit 1; }
+
+# shellcheck source=offline.sh
+. "$here/offline.sh"
+if [[ -z $mode ]]; then
+  if [[ -f $state/offline ]] || offline_detect; then mode=offline; else mode=online; fi
+  say "mode: $mode (detected; --online or --offline to choose)"
+fi
+
+if [[ $mode == offline ]]; then
+  # Everything is built here and runs on this script's own Docker engine; the mark
+  # tells down.sh (and a re-run) so, even if this run stops half-way.
+  mkdir -p "$state"
+  touch "$state/offline"
+  offline_node_image
+  offline_workload_images
+  ln -sf k8s-node "$KIND_BIN/kubectl"
+  [[ -x $E2E_DIR/.bin/helm ]] || "$E2E_DIR/local" tools helm
+  export PATH="$KIND_BIN:$E2E_DIR/.bin:$PATH"
+  export DOCKER_HOST="unix://$DOCKER_SOCK"
+  host_lock_take
+  host_save
+  kind_docker_start cluster
+fi
 
 for tool in docker kind helm kubectl; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed (see e2e/kind/README.md)"
@@ -61,16 +100,37 @@ t0=$SECONDS
 if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
   say "cluster $cluster exists; reusing it"
 else
-  say "creating cluster $cluster (cluster.yaml)"
-  create=(kind create cluster --name "$cluster" --config "$here/cluster.yaml" --wait 120s)
-  if [[ -n "${KIND_NODE_IMAGE:-}" ]]; then create+=(--image "$KIND_NODE_IMAGE"); fi
-  "${create[@]}"
+  if [[ $mode == offline ]]; then
+    # No --wait: the nodes are Ready only once offline_cni has run.
+    say "creating cluster $cluster (cluster-offline.yaml, image $KIND_NODE_IMAGE)"
+    kind create cluster --name "$cluster" --config "$here/cluster-offline.yaml" --image "$KIND_NODE_IMAGE" --retain
+  else
+    say "creating cluster $cluster (cluster.yaml)"
+    create=(kind create cluster --name "$cluster" --config "$here/cluster.yaml" --wait 120s)
+    if [[ -n "${KIND_NODE_IMAGE:-}" ]]; then create+=(--image "$KIND_NODE_IMAGE"); fi
+    "${create[@]}"
+  fi
 fi
 kind get kubeconfig --name "$cluster" >"$kubeconfig"
 chmod 600 "$kubeconfig"
+if [[ $mode == offline ]]; then
+  offline_cni "$cluster" "$kubeconfig"
+  offline_cluster_ready "$kubeconfig"
+fi
 
 # --- images --------------------------------------------------------------------
-if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+if [[ $mode == offline ]]; then
+  # Built before the cluster (offline_workload_images), as e2e/local makes them.
+  ms_image="$OFFLINE_MESHSCALER_IMAGE"
+  app_image="$OFFLINE_APP_IMAGE"
+  sidecar_image="$OFFLINE_SIDECAR_IMAGE"
+  metrics_server_image="$OFFLINE_METRICS_SERVER_IMAGE"
+  export PROMETHEUS_IMAGE="$OFFLINE_PROMETHEUS_IMAGE"
+  for tar in $OFFLINE_IMAGE_TARS; do
+    say "loading $(basename "$tar") into the nodes"
+    kind load image-archive "$tar" --name "$cluster"
+  done
+elif [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   version="$(sed -nE 's/^project\(meshscaler VERSION ([0-9.]+).*/\1/p' "$repo/CMakeLists.txt")"
   revision="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
   say "building $ms_image (the repository's Dockerfile; a few minutes the first time)"
@@ -79,10 +139,12 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   docker build -t "$app_image" "$repo/e2e/images/app"
   docker build -t "$sidecar_image" "$repo/e2e/images/sidecar"
 fi
-for image in "$ms_image" "$app_image" "$sidecar_image"; do
-  say "loading $image into the nodes"
-  kind load docker-image "$image" --name "$cluster"
-done
+if [[ $mode == online ]]; then
+  for image in "$ms_image" "$app_image" "$sidecar_image"; do
+    say "loading $image into the nodes"
+    kind load docker-image "$image" --name "$cluster"
+  done
+fi
 
 # --- Prometheus and metrics-server ---------------------------------------------
 say "installing Prometheus (e2e/kind/prometheus.yaml)"
@@ -114,8 +176,8 @@ helm --kubeconfig "$kubeconfig" status meshscaler --namespace meshscaler-system 
 helm --kubeconfig "$kubeconfig" upgrade --install meshscaler "$repo/charts/meshscaler" \
   --namespace meshscaler-system --create-namespace \
   --values "$here/values.yaml" \
-  --set image.repository=meshscaler \
-  --set image.tag=dev \
+  --set "image.repository=${ms_image%:*}" \
+  --set "image.tag=${ms_image##*:}" \
   --set prometheus.url=http://prometheus.monitoring.svc:9090 \
   --wait --timeout 5m
 if [[ $existed == 1 ]]; then
@@ -124,7 +186,9 @@ if [[ $existed == 1 ]]; then
   k -n meshscaler-system rollout status deployment/meshscaler --timeout=180s >/dev/null ||
     die "the meshscaler Deployment did not become ready (kubectl -n meshscaler-system logs deployment/meshscaler)"
 fi
-helm --kubeconfig "$kubeconfig" test meshscaler --namespace meshscaler-system --logs ||
+# No --logs: the chart's test pod is deleted once it succeeds (hook-succeeded), and
+# helm then fails to read its logs.
+helm --kubeconfig "$kubeconfig" test meshscaler --namespace meshscaler-system ||
   die "helm test failed"
 
 # --- the environment of the suite ---------------------------------------------
@@ -140,6 +204,12 @@ export MESHSCALER_E2E_SIDECAR_IMAGE=$sidecar_image
 export MESHSCALER_IMAGE=$ms_image
 export MESHSCALER_KIND_CLUSTER=$cluster
 EOF
+if [[ $mode == offline ]]; then
+  cat >>"$state/env" <<EOF
+export DOCKER_HOST=$DOCKER_HOST
+export PATH=$KIND_BIN:$E2E_DIR/.bin:\$PATH
+EOF
+fi
 say "up in $((SECONDS - t0)) s; the suite's environment is in $state/env:"
 cat "$state/env"
 echo
