@@ -87,10 +87,12 @@ progress_stop
 EOF
 timeout 30 script -q -e -c "bash $work/tty.sh" "$work/typescript" >/dev/null 2>&1 </dev/null
 tty_out="$(tr -d '\n' <"$work/typescript")"
-check "on a terminal the line updates in place" grep -q $'\r\033\\[K\\[t\\] still a step on a terminal: 2 s' <<<"$tty_out"
+check "on a terminal the line updates in place" grep -qE $'\r\033\\[K\\[t\\] still a step on a terminal: [0-9]+ s' <<<"$tty_out"
 check "on a terminal the line is erased at the end" grep -q $'\r\033\\[Kafter the step' <<<"$tty_out"
+# Whether the ticker drew a line in the 2.5 s before the message depends on the
+# machine's load; the property is that the message starts on an erased line.
 check "on a terminal a message during a step starts on a clean line (progress_clear)" \
-  grep -q $'still a step that says something: 2 s[^\r]*\r\033\\[Ka message during the step' <<<"$tty_out"
+  grep -q $'\r\033\\[Ka message during the step' <<<"$tty_out"
 
 echo "$passed passed, $failed failed"
 [[ "$failed" -eq 0 ]]
