@@ -311,31 +311,33 @@ static char *next_event_locked(fakekube_t *fk, long *rev)
 }
 
 /* Stream events after resourceVersion from until the client leaves, the
- * fake goes down or stops. Closing the connection ends the response. */
-static void serve_watch(fakekube_t *fk, int fd, const char *query)
+ * fake goes down or stops. epoch is the down_epoch read together with
+ * "up" when the request came in (serve): a "down" after that ends the
+ * watch, however late it starts streaming. A watch whose next events were
+ * compacted away, at its start or while it streams, gets 410 as from etcd,
+ * never a silent gap. Closing the connection ends the response. */
+static void serve_watch(fakekube_t *fk, int fd, const char *query, unsigned long epoch)
 {
     static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
     static const char gone[] = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
                                "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version\","
                                "\"reason\":\"Expired\",\"code\":410}}\n";
     long rev = query_long(query, "resourceVersion", 0);
-    unsigned long epoch;
 
     if (!send_all(fd, head, sizeof head - 1))
         return;
     pthread_mutex_lock(&fk->lock);
     fk->watches++;
-    epoch = fk->down_epoch;
-    if (rev < fk->compacted) {
-        pthread_mutex_unlock(&fk->lock);
-        send_all(fd, gone, sizeof gone - 1);
-        return;
-    }
     while (!atomic_load(&fk->stop) && fk->down_epoch == epoch) {
-        char *line = next_event_locked(fk, &rev);
+        char *line;
         struct timespec ts;
 
-        if (line != NULL) {
+        if (rev < fk->compacted) {
+            pthread_mutex_unlock(&fk->lock);
+            send_all(fd, gone, sizeof gone - 1);
+            return;
+        }
+        if ((line = next_event_locked(fk, &rev)) != NULL) {
             bool sent;
             pthread_mutex_unlock(&fk->lock);
             sent = send_all(fd, line, strlen(line));
@@ -363,6 +365,7 @@ static void *serve(void *arg)
     conn_t *c = arg;
     fakekube_t *fk = c->fk;
     char req[REQ_MAX], *target, *query, *sp;
+    unsigned long epoch;
     bool down;
 
     if (!read_head(c->fd, req, sizeof req) || strncmp(req, "GET ", 4) != 0)
@@ -375,13 +378,14 @@ static void *serve(void *arg)
     query = query != NULL ? query + 1 : "";
     pthread_mutex_lock(&fk->lock);
     down = fk->down;
+    epoch = fk->down_epoch;
     pthread_mutex_unlock(&fk->lock);
     if (down)
         respond(c->fd, 503, "Service Unavailable",
                 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"fakekube is down\","
                 "\"reason\":\"ServiceUnavailable\",\"code\":503}");
     else if (strstr(query, "watch=true") != NULL)
-        serve_watch(fk, c->fd, query);
+        serve_watch(fk, c->fd, query, epoch);
     else
         serve_list(fk, c->fd, query);
 out:

@@ -7,10 +7,12 @@
  * It keeps objects (by metadata.name) and a revision counter; each change
  * gives the object the next resourceVersion and appends an event to a log
  * that watches replay from their resourceVersion. A watch from before the
- * compacted revision gets an ERROR event with code 410, as from the real
- * server; "down" ends every watch and answers 503 until "up", so tests can
- * change objects while an informer cannot see them. Any path is the one
- * collection; labelSelector is ignored; no bookmarks are sent.
+ * compacted revision, or one still streaming when a compaction drops events
+ * it has not sent, gets an ERROR event with code 410, as from the real
+ * server, never a silent gap; "down" ends every watch (also one admitted
+ * just before it) and answers 503 until "up", so tests can change objects
+ * while an informer cannot see them. Any path is the one collection;
+ * labelSelector is ignored; no bookmarks are sent.
  *
  * Threads: every function may be called from any thread. The caller owns
  * the fakekube_t and the client it makes; strings are borrowed.
