@@ -88,6 +88,10 @@ ms_kube_cred_t *ms_kube_client_cred(ms_kube_client_t *c);
  * bounds each renewal so, and a worker each write by the lease's validity. */
 void ms_kube_deadline_set(double monotonic);
 double ms_kube_deadline(void);
+/* Bring the calling thread's deadline forward to monotonic if it has none or
+ * a later one (0: no change). A queue draining at shutdown caps each request
+ * by its drain deadline, whatever the lease allows. */
+void ms_kube_deadline_cap(double monotonic);
 
 /* Requests made on the calling thread from now on are background ones
  * (true) or foreground ones (false, the default). A background request

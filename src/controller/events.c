@@ -108,6 +108,7 @@ static void *run(void *arg)
         event_t *e;
         ms_kube_object_ref_t ref;
         ms_kube_error_t kerr = {0};
+        double drain;
 
         while (q->len == 0 && !q->stopping)
             pthread_cond_wait(&q->cond, &q->lock);
@@ -118,20 +119,30 @@ static void *run(void *arg)
         q->head = (q->head + 1) % q->cap;
         q->len--;
         ms_strmap_del(&q->pending, e->key);
+        drain = q->stopping ? q->drain_deadline : 0;
         pthread_mutex_unlock(&q->lock);
         ref = (ms_kube_object_ref_t){e->api_version, e->kind, e->ns, e->name, e->uid};
+        ms_kube_deadline_set(0);
         if (q->may_send != NULL && !q->may_send(q->ctx)) {
             pthread_mutex_lock(&q->lock);
             count_drop(q, e->reason);
-        } else if (q->send(q->send_ctx, &ref, e->type, e->reason, e->message, e->count, e->wall,
-                           &kerr) != MS_OK) {
-            MS_LOG_WARN("cannot record an event", MS_S("object", e->name),
-                        MS_S("reason", e->reason), MS_S("error", kerr.message));
-            pthread_mutex_lock(&q->lock);
-            count_drop(q, e->reason);
         } else {
+            ms_err_t err;
+
+            /* A background request waits for a token while anything else
+             * takes them: at shutdown it waits no longer than the drain. */
+            ms_kube_deadline_cap(drain);
+            err = q->send(q->send_ctx, &ref, e->type, e->reason, e->message, e->count, e->wall,
+                          &kerr);
+            ms_kube_deadline_set(0);
+            if (err != MS_OK)
+                MS_LOG_WARN("cannot record an event", MS_S("object", e->name),
+                            MS_S("reason", e->reason), MS_S("error", kerr.message));
             pthread_mutex_lock(&q->lock);
-            q->sent++;
+            if (err != MS_OK)
+                count_drop(q, e->reason);
+            else
+                q->sent++;
         }
         event_free(e);
     }

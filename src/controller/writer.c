@@ -59,7 +59,8 @@ static void report_again(ms_controller_t *c, const pending_t *p)
     ms__objects_report_again(&c->objects, key);
 }
 
-static void write_one(ms_controller_t *c, pending_t *p)
+/* drain: the writer's drain deadline once it is stopping, else 0. */
+static void write_one(ms_controller_t *c, pending_t *p, double drain)
 {
     ms_kube_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, p->ns, p->name};
     ms_kube_error_t kerr = {0};
@@ -71,6 +72,9 @@ static void write_one(ms_controller_t *c, pending_t *p)
         report_again(c, p); /* if this process leads again; another leader builds its own */
         return;
     }
+    /* A background request waits for a token while anything else takes
+     * them: at shutdown it waits no longer than the drain. */
+    ms_kube_deadline_cap(drain);
     if ((status = cJSON_Parse(p->status)) == NULL) { /* out of memory: it printed fine */
         report_again(c, p);
         return;
@@ -115,6 +119,7 @@ static void *run(void *arg)
     for (;;) {
         char *key;
         pending_t *p;
+        double drain;
 
         while (w->len == 0 && !w->stopping)
             pthread_cond_wait(&w->cond, &w->lock);
@@ -129,9 +134,10 @@ static void *run(void *arg)
         w->len--;
         p = ms_strmap_del(&w->pending, key);
         free(key);
+        drain = w->stopping ? w->drain_deadline : 0;
         pthread_mutex_unlock(&w->lock);
         if (p != NULL)
-            write_one(w->c, p);
+            write_one(w->c, p, drain);
         pending_free(p);
         pthread_mutex_lock(&w->lock);
     }

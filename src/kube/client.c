@@ -226,6 +226,12 @@ static _Thread_local double thread_deadline;
 void ms_kube_deadline_set(double monotonic) { thread_deadline = monotonic; }
 double ms_kube_deadline(void) { return thread_deadline; }
 
+void ms_kube_deadline_cap(double monotonic)
+{
+    if (monotonic > 0 && (thread_deadline <= 0 || thread_deadline > monotonic))
+        thread_deadline = monotonic;
+}
+
 /* Seconds left before the thread's deadline; HUGE when there is none. */
 static double time_left(void)
 {
