@@ -27,7 +27,9 @@
 # the controller logs each sync (--log-level debug). Checks (timeline.py):
 # each MeshAutoscaler sync decided a count the HPA's desired count held within
 # one period of it; each HPA change was decided by the MeshAutoscaler within
-# one period; the same sequence of counts; the HPA went 2, 4, 6, 8, 3 (the
+# one period, or read by it as its current count (the HPA wrote it first, and
+# the shadow steps on from the count the HPA set); the same sequence of counts
+# less those; the HPA went 2, 4, 6, 8, 3 (the
 # scenario did what it means to); both read the value set; status.hpaComparison
 # counted at most one differing sync per HPA change. The timeline is printed.
 #

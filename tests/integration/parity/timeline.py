@@ -225,19 +225,34 @@ def check(samples_path, log_path, phases_path, comparison_path, period, ns, name
            "parity: each of %d MeshAutoscaler syncs decided what the HPA decided within one sync (%.0f s)%s"
            % (len(mine), period, "" if not mismatches else ": " + "; ".join(mismatches[:4])))
 
+    # A shadow MeshAutoscaler reads the current count the HPA wrote. When the
+    # HPA reads a new value first and writes its step (2 -> 4), the
+    # MeshAutoscaler's next sync starts from 4 and decides the step after it
+    # (6): it never had 2 -> 4 to decide. That skip is parity only when the
+    # MeshAutoscaler's own sync, within one period after the HPA's change,
+    # read the HPA's new count as its current count; any other missing count
+    # is a difference.
     changes = hpa.changes(start, end)
-    unmatched = []
+    unmatched, skipped = [], []
     for ts, old, new in changes:
-        if not any(ts - lag <= t <= ts + lag and d == new for t, _, d, _ in mine):
-            unmatched.append("t=%.0f s HPA %s -> %s" % (ts - start, old, new))
+        if any(ts - lag <= t <= ts + lag and d == new for t, _, d, _ in mine):
+            continue
+        if any(ts < t <= ts + lag and cur == new and d != new for t, cur, d, _ in mine):
+            skipped.append(new)
+            continue
+        unmatched.append("t=%.0f s HPA %s -> %s" % (ts - start, old, new))
     result(not unmatched,
-           "parity: each of the HPA's %d changes was decided by the MeshAutoscaler within one sync%s"
-           % (len(changes), "" if not unmatched else ": not " + "; ".join(unmatched)))
+           "parity: each of the HPA's %d changes was decided by the MeshAutoscaler within one "
+           "sync%s%s" % (len(changes),
+                         "" if not skipped else " (%s: read as its current count, the HPA's "
+                         "write, and stepped on from it)" % skipped,
+                         "" if not unmatched else ": not " + "; ".join(unmatched)))
 
     hpa_seq = distinct([hpa.at(start)] + [c[2] for c in changes])
     mas_seq = distinct([d for _, _, d, _ in mine])
-    result(hpa_seq == mas_seq, "the same sequence of desired counts: HPA %s, MeshAutoscaler %s"
-           % (hpa_seq, mas_seq))
+    want_seq = distinct([v for v in hpa_seq if v not in skipped])
+    result(mas_seq == want_seq, "the same sequence of desired counts: HPA %s, MeshAutoscaler %s%s"
+           % (hpa_seq, mas_seq, "" if not skipped else " (less %s, read as current)" % skipped))
     want = [2, 4, 6, 8, 3]
     result(hpa_seq == want,
            "the HPA went through %s (tolerance held at 21.5, Pods 2 per sync bound 75, "
