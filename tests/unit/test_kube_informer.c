@@ -29,7 +29,9 @@
 #include "meshscaler/strmap.h"
 
 #define MAX_NOTES 512
-#define WAIT_S 10.0
+/* A bound for what must happen, not a timing: 300 objects in pages of 4 took
+ * over 10 s under valgrind on a loaded machine. */
+#define WAIT_S 60.0
 
 static const bool tree_mode = false, compact_mode = true;
 static char log_path[] = "/tmp/test_kube_informer.log.XXXXXX";
@@ -221,20 +223,45 @@ static void start(fixture_t *f, bool compact, const char *const *keep, ms_kube_t
     assert_true(ms_kube_informer_wait_synced(f->inf, WAIT_S));
 }
 
+/* The fixtures a test started and has not cleaned up. A failed assert
+ * longjmps out of the test, past its fixture_cleanup, while the informer's
+ * thread still writes into the fixture's recorder: so each test's fixtures
+ * are static (they outlive the test) and teardown_fixtures stops those a
+ * failed test left. */
+static fixture_t *live_fixtures[2];
+
 static void fixture_init(fixture_t *f)
 {
     memset(f, 0, sizeof *f);
+    for (size_t i = 0; i < 2; i++) {
+        if (live_fixtures[i] == NULL) {
+            live_fixtures[i] = f;
+            break;
+        }
+    }
     pthread_mutex_init(&f->rec.lock, NULL);
     assert_non_null(f->fk = fakekube_start());
 }
 
 static void fixture_cleanup(fixture_t *f)
 {
+    for (size_t i = 0; i < 2; i++)
+        if (live_fixtures[i] == f)
+            live_fixtures[i] = NULL;
     ms_kube_informer_free(f->inf);
     ms_kube_client_free(f->client);
     fakekube_stop(f->fk);
     recorder_cleanup(&f->rec);
     pthread_mutex_destroy(&f->rec.lock);
+}
+
+static int teardown_fixtures(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 2; i++)
+        if (live_fixtures[i] != NULL)
+            fixture_cleanup(live_fixtures[i]);
+    return 0;
 }
 
 /* ---- reads ---- */
@@ -314,7 +341,7 @@ static void test_list_fills_cache(void **state)
 {
     bool compact = *(const bool *)*state;
     const char *names[10] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"};
-    fixture_t f;
+    static fixture_t f;
     ms_kube_informer_stats_t st;
 
     fixture_init(&f);
@@ -351,7 +378,7 @@ static void test_failed_list_is_not_a_sync(void **state)
     bool compact = *(const bool *)*state;
     ms_kube_informer_options_t o;
     ms_kube_informer_stats_t st;
-    fixture_t f;
+    static fixture_t f;
 
     fixture_init(&f);
     put(f.fk, "a", 1);
@@ -390,7 +417,7 @@ static void test_failed_list_is_not_a_sync(void **state)
 static void test_every_listed_object_is_announced(void **state)
 {
     bool compact = *(const bool *)*state;
-    fixture_t f;
+    static fixture_t f;
     char name[16], key[32], first[16] = "";
 
     fixture_init(&f);
@@ -432,7 +459,7 @@ static void test_list_pages_default_to_500(void **state)
     ms_kube_error_t kerr;
     unsigned long pages = 0;
     char rv[64], name[16];
-    fixture_t f;
+    static fixture_t f;
     int items = 0;
 
     (void)state;
@@ -456,7 +483,7 @@ static void test_watch_notifications(void **state)
 {
     bool compact = *(const bool *)*state;
     const char *names[3] = {"a", "c", "d"};
-    fixture_t f;
+    static fixture_t f;
     cJSON *a_before, *b_before, *want;
     const note_t *n;
     size_t base;
@@ -521,7 +548,7 @@ static void test_relist_after_gone(void **state)
 {
     bool compact = *(const bool *)*state;
     const char *names[5] = {"a", "c", "d", "e", "x"};
-    fixture_t f;
+    static fixture_t f;
     ms_kube_informer_stats_t st;
     unsigned long lists0, watches0, lists, watches;
     cJSON *a_before, *b_before, *want;
@@ -642,7 +669,7 @@ static void test_keep_and_transform(void **state)
 {
     static const char *const keep[] = {"spec.replicas", "status.conditions", NULL};
     bool compact = *(const bool *)*state;
-    fixture_t f;
+    static fixture_t f;
     cJSON *a_before, *b_before, *want, *got;
     const note_t *n;
     size_t base;
@@ -719,7 +746,7 @@ static void copy_visited(void *ctx, const cJSON *obj)
 static void test_numbers_read_back_exactly(void **state)
 {
     bool compact = *(const bool *)*state;
-    fixture_t f;
+    static fixture_t f;
     cJSON *got;
 
     fixture_init(&f);
@@ -750,7 +777,7 @@ static void count_each(void *ctx, const char *key, const cJSON *obj)
 
 static void test_modes_agree(void **state)
 {
-    fixture_t tree, compact;
+    static fixture_t tree, compact;
     char name[32], key[64];
 
     (void)state;
@@ -814,7 +841,7 @@ static void test_unparsable_text_reads_as_absent(void **state)
 {
     const char *names[2] = {"a", "b"};
     cJSON_Hooks hooks = {failing_malloc, free};
-    fixture_t f;
+    static fixture_t f;
     reads_t r = {NULL, 0, 0, NULL};
     int each = 0;
     size_t logged = log_lines_with("does not parse");
@@ -845,7 +872,8 @@ static void test_unparsable_text_reads_as_absent(void **state)
 
 /* A test run once per cache mode, named for it. */
 #define BOTH_MODES(f)                                                                              \
-    {#f "(tree)", f, NULL, NULL, (void *)&tree_mode}, {#f "(compact)", f, NULL, NULL, (void *)&compact_mode}
+    {#f "(tree)", f, NULL, teardown_fixtures, (void *)&tree_mode},                                \
+        {#f "(compact)", f, NULL, teardown_fixtures, (void *)&compact_mode}
 
 int main(void)
 {
@@ -857,9 +885,9 @@ int main(void)
         BOTH_MODES(test_relist_after_gone),
         BOTH_MODES(test_keep_and_transform),
         BOTH_MODES(test_numbers_read_back_exactly),
-        cmocka_unit_test(test_modes_agree),
-        cmocka_unit_test(test_list_pages_default_to_500),
-        cmocka_unit_test(test_unparsable_text_reads_as_absent),
+        cmocka_unit_test_teardown(test_modes_agree, teardown_fixtures),
+        cmocka_unit_test_teardown(test_list_pages_default_to_500, teardown_fixtures),
+        cmocka_unit_test_teardown(test_unparsable_text_reads_as_absent, teardown_fixtures),
     };
     int fd = mkstemp(log_path), rc;
 
