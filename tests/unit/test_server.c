@@ -278,7 +278,7 @@ static reply_t fetch_cancellable(const char *url, const char *auth, const char *
     ms_http_options_t o = {.connect_timeout_ms = timeout_ms};
     ms_http_client_t *c;
     ms_http_response_t resp;
-    ms_http_request_t req = {.url = url, .timeout_ms = timeout_ms ? timeout_ms : 10000,
+    ms_http_request_t req = {.url = url, .timeout_ms = timeout_ms ? timeout_ms : 60000,
                              .cancel = cancel};
     reply_t r = {0};
 
@@ -394,12 +394,12 @@ static ms_metrics_t *leader_metrics(void)
 static void every_decision_has_its_status(void **state)
 {
     ms_metrics_t *m = leader_metrics();
-    fake_t f = {0};
-    atomic_bool ready = true;
+    static fake_t f;
+    static atomic_bool ready = true;
     ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
                              .metrics = m, .ready = &ready, .metrics_tls = true,
                              .authorize = fake_authorize, .authorize_ctx = &f};
-    char err[256], url[96], health[96], plain[96];
+    static char err[256], url[96], health[96], plain[96];
     ms_server_t *s;
     reply_t r;
     (void)state;
@@ -504,13 +504,13 @@ static bool await_int(atomic_int *v, int want)
 static void a_slow_check_blocks_neither_probes_nor_shutdown(void **state)
 {
     ms_metrics_t *m = leader_metrics();
-    fake_t f = {0};
+    static fake_t f;
     ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
                              .metrics = m, .metrics_tls = true, .authorize = fake_authorize,
                              .authorize_ctx = &f};
-    char err[256], url[96], health[96];
-    job_t slow = {.auth = "Bearer hold"}, gone = {.auth = "Bearer hold", .cancel = &f.held};
-    atomic_int slow_done = 0;
+    static char err[256], url[96], health[96];
+    static job_t slow = {.auth = "Bearer hold"}, gone = {.auth = "Bearer hold", .cancel = &f.held};
+    static atomic_int slow_done;
     pthread_t t1, t2;
     ms_server_t *s;
     reply_t r;
@@ -589,13 +589,13 @@ static void too_many_waiting_checks_get_503(void **state)
 {
     enum { N = MS_SERVER_MAX_PENDING_AUTH + 4 };
     ms_metrics_t *m = leader_metrics();
-    fake_t f = {0};
+    static fake_t f;
     /* All from 127.0.0.1: the per-peer limit lifted to see the queue's. */
     ms_server_options_t o = secure_options(m, &f, false, 0, MS_SERVER_MAX_PENDING_AUTH);
-    job_t jobs[N];
-    pthread_t threads[N];
-    atomic_int done = 0;
-    char err[256], url[96];
+    static job_t jobs[N];
+    static pthread_t threads[N];
+    static atomic_int done;
+    static char err[256], url[96];
     int ok = 0, busy = 0;
     ms_server_t *s;
     (void)state;
@@ -652,12 +652,12 @@ static void a_cached_caller_is_answered_past_a_full_queue(void **state)
 {
     enum { QUEUE = 8, N = QUEUE + 2 };
     ms_metrics_t *m = leader_metrics();
-    fake_t f = {0};
+    static fake_t f;
     ms_server_options_t o = secure_options(m, &f, true, QUEUE, QUEUE);
-    job_t hold = {.auth = "Bearer hold"}, jobs[N];
-    pthread_t t, threads[N];
-    char err[256], url[96], auth[N][32];
-    atomic_int done = 0;
+    static job_t hold = {.auth = "Bearer hold"}, jobs[N];
+    static pthread_t t, threads[N];
+    static char err[256], url[96], auth[N][32];
+    static atomic_int done;
     ms_server_t *s;
     reply_t r;
     (void)state;
@@ -744,12 +744,12 @@ static void one_peer_cannot_take_the_whole_queue(void **state)
 {
     enum { PER_PEER = MS_SERVER_MAX_PENDING_AUTH_PER_PEER, N = PER_PEER + 4 };
     ms_metrics_t *m = leader_metrics();
-    fake_t f = {0};
+    static fake_t f;
     ms_server_options_t o = secure_options(m, &f, true, 0, 0);
-    job_t hold = {.auth = "Bearer hold"}, other = {.auth = "Bearer good"}, jobs[N];
-    pthread_t t, t2, threads[N];
-    char err[256], url[96], auth[N][32];
-    atomic_int done = 0;
+    static job_t hold = {.auth = "Bearer hold"}, other = {.auth = "Bearer good"}, jobs[N];
+    static pthread_t t, t2, threads[N];
+    static char err[256], url[96], auth[N][32];
+    static atomic_int done;
     ms_server_t *s;
     (void)state;
 

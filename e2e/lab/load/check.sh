@@ -151,10 +151,12 @@ import json,sys; s=json.load(open(sys.argv[1]))
 sys.exit(0 if abs(s["achieved_rate"]-s["requested_rate"]) <= 0.01*s["requested_rate"] else 1)' "$tmp/under.json"
     check "under capacity: one attempt per logical request" \
         test "$(field "$tmp/under.json" attempts_per_logical)" = 1.0
-    # 100 ms: a shared 2-core CI machine delays a process by tens of ms now and then;
-    # a client that cannot keep up falls behind by seconds.
-    check "under capacity: arrivals started within 100 ms of schedule" \
-        cmp_num "$(field "$tmp/under.json" max_start_lag_ms)" "<" 100
+    # 500 ms, the lab's bound (MAX_LAG_MS in e2e/lab/lib/report.py): a shared 2-core
+    # machine delays a process by tens of ms now and then, and by 109 ms at load
+    # average 18 (a clean-clone run beside other builds, 2 December); a client that
+    # cannot keep up falls behind by seconds.
+    check "under capacity: arrivals started within 500 ms of schedule" \
+        cmp_num "$(field "$tmp/under.json" max_start_lag_ms)" "<" 500
 fi
 
 # 2. Over capacity with immediate retries; /metrics scraped mid-run.
