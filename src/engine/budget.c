@@ -1,0 +1,228 @@
+/*
+ * budget.c - §2b of docs/decision-rules.md: objects whose downstream entries
+ * name one budget share its room within a round instead of each taking all
+ * of it.
+ *
+ * Runs between steps 7 and 8 over every decision of the round. The room is
+ * handed out one replica at a time, namespaces first, then objects, max-min
+ * by flows, ties by key, so the result does not depend on the order the
+ * round listed its objects in. The loop costs (granted replicas) x (members);
+ * grants never exceed the asks, which step 6's rate and step 7's own cap
+ * already bound.
+ *
+ * Pure: no I/O, no globals. Scratch arrays are owned by the call and freed
+ * before it returns.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "meshscaler/xalloc.h"
+
+/* One member's part in one budget. */
+typedef struct {
+    ms_round_member_t *member;
+    size_t ns;          /* namespace group: members of one namespace share it */
+    int downstream;     /* its entry in the budget with the largest perReplica, or -1 */
+    double room;        /* min room over its entries in the budget */
+    double per_replica; /* p_i */
+    int32_t ask, grant;
+} share_t;
+
+/* Scratch of one call, indexed by the members in key order. */
+typedef struct {
+    ms_round_member_t **sorted; /* members in ascending key */
+    share_t *shares;            /* one per member, rebuilt per budget */
+    double *ns_flows;           /* flows granted per namespace group */
+    const char **names;         /* every budget name, sorted, unique */
+    size_t nnames;
+} scratch_t;
+
+static int by_key(const void *a, const void *b)
+{
+    const ms_round_member_t *const *x = a, *const *y = b;
+    return strcmp((*x)->key, (*y)->key);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const char *const *x = a, *const *y = b;
+    return strcmp(*x, *y);
+}
+
+/* Length of key's namespace: up to its first '/', or the whole key. */
+static size_t namespace_len(const char *key)
+{
+    const char *slash = strchr(key, '/');
+    return slash ? (size_t)(slash - key) : strlen(key);
+}
+
+static bool same_namespace(const char *a, const char *b)
+{
+    size_t n = namespace_len(a);
+    return n == namespace_len(b) && strncmp(a, b, n) == 0;
+}
+
+/* The budget names of entries that were observed (only those take part),
+ * sorted and unique. */
+static void collect_names(scratch_t *s, size_t n)
+{
+    s->nnames = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ms_spec_t *spec = s->sorted[i]->spec;
+        const ms_decision_t *d = s->sorted[i]->decision;
+
+        for (size_t k = 0; k < d->ndownstreams && k < spec->ndownstreams; k++)
+            if (spec->downstreams[k].budget[0] != '\0' && d->downstreams[k].observed)
+                s->names[s->nnames++] = spec->downstreams[k].budget;
+    }
+    qsort(s->names, s->nnames, sizeof *s->names, by_name);
+    size_t u = 0;
+    for (size_t i = 0; i < s->nnames; i++)
+        if (u == 0 || strcmp(s->names[u - 1], s->names[i]) != 0)
+            s->names[u++] = s->names[i];
+    s->nnames = u;
+}
+
+/* Step 1 of §2b for one member: its observed entries naming the budget,
+ * counted once with the larger perReplica and the smaller room. */
+static void member_share(ms_round_member_t *m, const char *budget, share_t *sh)
+{
+    const ms_decision_t *d = m->decision;
+
+    sh->member = m;
+    sh->downstream = -1;
+    sh->ask = sh->grant = 0;
+    for (size_t k = 0; k < d->ndownstreams && k < m->spec->ndownstreams; k++) {
+        const ms_downstream_spec_t *ds = &m->spec->downstreams[k];
+
+        if (!d->downstreams[k].observed || strcmp(ds->budget, budget) != 0)
+            continue;
+        if (sh->downstream < 0 || d->downstreams[k].room < sh->room)
+            sh->room = d->downstreams[k].room;
+        if (sh->downstream < 0 || ds->per_replica > sh->per_replica) {
+            sh->per_replica = ds->per_replica;
+            sh->downstream = (int)k;
+        }
+    }
+    if (d->desired_replicas > d->current_replicas) /* step 3: only growth asks */
+        sh->ask = d->desired_replicas - d->current_replicas;
+}
+
+/* Step 4 of §2b: one replica at a time to the fittest share. Members are
+ * in key order, so a strict comparison leaves ties to the smallest key. */
+static void hand_out(share_t *sh, size_t n, double *ns_flows, double room)
+{
+    for (size_t i = 0; i < n; i++)
+        ns_flows[sh[i].ns] = 0;
+    for (;;) {
+        share_t *best = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+            share_t *c = &sh[i];
+
+            if (c->downstream < 0 || c->grant >= c->ask || !(c->per_replica <= room))
+                continue;
+            if (best == NULL || ns_flows[c->ns] < ns_flows[best->ns] ||
+                (ns_flows[c->ns] == ns_flows[best->ns] &&
+                 c->grant * c->per_replica < best->grant * best->per_replica))
+                best = c;
+        }
+        if (best == NULL)
+            return;
+        best->grant++;
+        ns_flows[best->ns] += best->per_replica;
+        room -= best->per_replica;
+    }
+}
+
+/* Step 5 of §2b, and the record every member of the budget gets. */
+static void apply_grants(share_t *sh, size_t n, double room, uint32_t members)
+{
+    for (size_t i = 0; i < n; i++) {
+        ms_decision_t *d = sh[i].member->decision;
+        ms_budget_result_t *b;
+
+        if (sh[i].downstream < 0 || d->nbudgets >= MS_MAX_DOWNSTREAMS)
+            continue;
+        b = &d->budgets[d->nbudgets++];
+        *b = (ms_budget_result_t){.downstream = (uint8_t)sh[i].downstream,
+                                  .bound = sh[i].grant < sh[i].ask,
+                                  .members = members,
+                                  .room = room,
+                                  .ask = sh[i].ask,
+                                  .grant = sh[i].grant};
+        if (b->bound) {
+            d->desired_replicas = d->current_replicas + sh[i].grant;
+            d->reason = MS_REASON_DownstreamLimit;
+            d->scaled = d->desired_replicas != d->current_replicas;
+        }
+    }
+}
+
+/* Steps 1-5 of §2b for one budget. */
+static void share_budget(scratch_t *s, size_t n, const char *budget)
+{
+    double entries_room = INFINITY, reserved = 0, asked = 0, room;
+    uint32_t members = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        share_t *sh = &s->shares[i];
+
+        member_share(s->sorted[i], budget, sh);
+        if (sh->downstream < 0)
+            continue;
+        members++;
+        entries_room = fmin(entries_room, sh->room);
+        reserved += sh->per_replica * sh->member->decision->starting_replicas;
+        asked += sh->ask * sh->per_replica;
+    }
+    if (members == 0)
+        return;
+    room = entries_room - reserved;
+    if (asked <= room) {
+        for (size_t i = 0; i < n; i++)
+            s->shares[i].grant = s->shares[i].ask;
+    } else {
+        hand_out(s->shares, n, s->ns_flows, room);
+    }
+    apply_grants(s->shares, n, room, members);
+}
+
+ms_err_t ms_engine_share_budgets(ms_round_member_t *members, size_t n)
+{
+    scratch_t s = {0};
+    ms_err_t err = MS_OK;
+
+    if (n == 0)
+        return MS_OK;
+    s.sorted = ms_xcalloc(n, sizeof *s.sorted);
+    s.shares = ms_xcalloc(n, sizeof *s.shares);
+    s.ns_flows = ms_xcalloc(n, sizeof *s.ns_flows);
+    s.names = ms_xcalloc(n * MS_MAX_DOWNSTREAMS, sizeof *s.names);
+    for (size_t i = 0; i < n; i++)
+        s.sorted[i] = &members[i];
+    qsort(s.sorted, n, sizeof *s.sorted, by_key);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && strcmp(s.sorted[i - 1]->key, s.sorted[i]->key) == 0) {
+            err = MS_ERR_INVALID;
+            goto out;
+        }
+        /* Keys are sorted, so one namespace's members are neighbours. */
+        s.shares[i].ns = i > 0 && same_namespace(s.sorted[i - 1]->key, s.sorted[i]->key)
+                             ? s.shares[i - 1].ns
+                             : i;
+    }
+    for (size_t i = 0; i < n; i++)
+        s.sorted[i]->decision->nbudgets = 0;
+    collect_names(&s, n);
+    for (size_t b = 0; b < s.nnames; b++)
+        share_budget(&s, n, s.names[b]);
+out:
+    free(s.sorted);
+    free(s.shares);
+    free(s.ns_flows);
+    free(s.names);
+    return err;
+}
