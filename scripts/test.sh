@@ -168,7 +168,7 @@ under_valgrind() {
   local runs=0 bad=0 f
   local -a scenarios invalid units
   shopt -s nullglob
-  scenarios=(tests/scenarios/*.json)
+  scenarios=(tests/scenarios/*.json tests/scenarios/rounds/*.json)
   invalid=(tests/scenarios/invalid/*.json)
   units=(build-debug/tests/test_* build-debug/e2e/lab/load/test_load)
   shopt -u nullglob
