@@ -6,9 +6,9 @@
  * Runs between steps 7 and 8 over every decision of the round. The room is
  * handed out one replica at a time, namespaces first, then objects, max-min
  * by flows, ties by key, so the result does not depend on the order the
- * round listed its objects in. The loop costs (granted replicas) x (members);
- * grants never exceed the asks, which step 6's rate and step 7's own cap
- * already bound.
+ * round listed its objects in. The hand-out costs O(log n) per granted
+ * replica (bench/budget.c); grants never exceed the asks, which step 6's
+ * rate and step 7's own cap already bound.
  *
  * Pure: no I/O, no globals. Scratch arrays are owned by the call and freed
  * before it returns.
@@ -30,11 +30,29 @@ typedef struct {
     int32_t ask, grant;
 } share_t;
 
+/* Step 4's hand-out state. The next replica goes to the lexicographically
+ * smallest (namespace flows, own flows, key) among shares that still ask
+ * and fit. Two levels of binary heaps find it in O(log n): per namespace a
+ * heap of its shares by (own flows, key), and a heap of namespaces by
+ * (namespace flows, their top share). One namespace's shares are
+ * neighbours in key order, so its heap lives in place in members[first ..
+ * first + size). A share that no longer fits is dropped when it comes to a
+ * top (the room only shrinks); until then it can only make its namespace
+ * look better than it is, so it is always found before a grant. */
+typedef struct {
+    share_t *sh;
+    size_t *members;  /* per namespace heaps of share indices, in place */
+    size_t *size;     /* by namespace (its first share's index): heap size */
+    size_t *ns_heap;  /* namespaces, by first share's index */
+    size_t ns_count;
+    double *ns_flows; /* by namespace: flows granted */
+} handout_t;
+
 /* Scratch of one call, indexed by the members in key order. */
 typedef struct {
     ms_round_member_t **sorted; /* members in ascending key */
     share_t *shares;            /* one per member, rebuilt per budget */
-    double *ns_flows;           /* flows granted per namespace group */
+    handout_t handout;          /* step 4's heaps, n slots each */
     const char **names;         /* every budget name, sorted, unique */
     size_t nnames;
 } scratch_t;
@@ -110,30 +128,116 @@ static void member_share(ms_round_member_t *m, const char *budget, share_t *sh)
         sh->ask = d->desired_replicas - d->current_replicas;
 }
 
-/* Step 4 of §2b: one replica at a time to the fittest share. Members are
- * in key order, so a strict comparison leaves ties to the smallest key. */
-static void hand_out(share_t *sh, size_t n, double *ns_flows, double room)
+
+static double own_flows(const share_t *s) { return s->grant * s->per_replica; }
+
+static bool share_before(const handout_t *h, size_t a, size_t b)
 {
-    for (size_t i = 0; i < n; i++)
-        ns_flows[sh[i].ns] = 0;
+    double fa = own_flows(&h->sh[a]), fb = own_flows(&h->sh[b]);
+    return fa < fb || (fa == fb && a < b); /* shares are in key order */
+}
+
+static bool ns_before(const handout_t *h, size_t s, size_t t)
+{
+    if (h->ns_flows[s] != h->ns_flows[t])
+        return h->ns_flows[s] < h->ns_flows[t];
+    return share_before(h, h->members[s], h->members[t]);
+}
+
+typedef bool (*before_fn)(const handout_t *h, size_t a, size_t b);
+
+static void sift_up(const handout_t *h, size_t *heap, size_t i, before_fn before)
+{
+    while (i > 0 && before(h, heap[i], heap[(i - 1) / 2])) {
+        size_t up = (i - 1) / 2, tmp = heap[i];
+        heap[i] = heap[up];
+        heap[up] = tmp;
+        i = up;
+    }
+}
+
+static void sift_down(const handout_t *h, size_t *heap, size_t n, before_fn before)
+{
+    size_t i = 0;
+
     for (;;) {
-        share_t *best = NULL;
+        size_t l = 2 * i + 1, r = l + 1, m = i, tmp;
 
-        for (size_t i = 0; i < n; i++) {
-            share_t *c = &sh[i];
-
-            if (c->downstream < 0 || c->grant >= c->ask || !(c->per_replica <= room))
-                continue;
-            if (best == NULL || ns_flows[c->ns] < ns_flows[best->ns] ||
-                (ns_flows[c->ns] == ns_flows[best->ns] &&
-                 c->grant * c->per_replica < best->grant * best->per_replica))
-                best = c;
-        }
-        if (best == NULL)
+        if (l < n && before(h, heap[l], heap[m]))
+            m = l;
+        if (r < n && before(h, heap[r], heap[m]))
+            m = r;
+        if (m == i)
             return;
-        best->grant++;
-        ns_flows[best->ns] += best->per_replica;
-        room -= best->per_replica;
+        tmp = heap[i];
+        heap[i] = heap[m];
+        heap[m] = tmp;
+        i = m;
+    }
+}
+
+/* Remove namespace ns's top share (its heap is members + ns). */
+static void drop_top_share(handout_t *h, size_t ns)
+{
+    size_t *heap = h->members + ns;
+
+    heap[0] = heap[--h->size[ns]];
+    sift_down(h, heap, h->size[ns], share_before);
+}
+
+static void push_ns(handout_t *h, size_t ns)
+{
+    h->ns_heap[h->ns_count] = ns;
+    sift_up(h, h->ns_heap, h->ns_count++, ns_before);
+}
+
+static size_t pop_ns(handout_t *h)
+{
+    size_t ns = h->ns_heap[0];
+
+    h->ns_heap[0] = h->ns_heap[--h->ns_count];
+    sift_down(h, h->ns_heap, h->ns_count, ns_before);
+    return ns;
+}
+
+/* Step 4 of §2b: one replica at a time to the fittest share, until none
+ * asks and fits. */
+static void hand_out(share_t *sh, size_t n, handout_t *h, double room)
+{
+    h->sh = sh;
+    h->ns_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        h->size[i] = 0;
+        h->ns_flows[i] = 0;
+    }
+    for (size_t i = 0; i < n; i++) { /* every share that asks, in its namespace's heap */
+        size_t ns = sh[i].ns;
+
+        if (sh[i].downstream < 0 || sh[i].ask <= 0)
+            continue;
+        h->members[ns + h->size[ns]] = i;
+        sift_up(h, h->members + ns, h->size[ns]++, share_before);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (sh[i].ns == i && h->size[i] > 0)
+            push_ns(h, i);
+    while (h->ns_count > 0) {
+        size_t ns = pop_ns(h);
+        share_t *best = &sh[h->members[ns]];
+
+        if (!(best->per_replica <= room)) {
+            drop_top_share(h, ns); /* it never fits again */
+        } else {
+            best->grant++;
+            h->ns_flows[ns] += best->per_replica;
+            room -= best->per_replica;
+            if (best->grant >= best->ask)
+                drop_top_share(h, ns);
+            else
+                sift_down(h, h->members + ns, h->size[ns], share_before);
+        }
+        if (h->size[ns] > 0)
+            push_ns(h, ns);
     }
 }
 
@@ -185,7 +289,7 @@ static void share_budget(scratch_t *s, size_t n, const char *budget)
         for (size_t i = 0; i < n; i++)
             s->shares[i].grant = s->shares[i].ask;
     } else {
-        hand_out(s->shares, n, s->ns_flows, room);
+        hand_out(s->shares, n, &s->handout, room);
     }
     apply_grants(s->shares, n, room, members);
 }
@@ -199,7 +303,10 @@ ms_err_t ms_engine_share_budgets(ms_round_member_t *members, size_t n)
         return MS_OK;
     s.sorted = ms_xcalloc(n, sizeof *s.sorted);
     s.shares = ms_xcalloc(n, sizeof *s.shares);
-    s.ns_flows = ms_xcalloc(n, sizeof *s.ns_flows);
+    s.handout.members = ms_xcalloc(n, sizeof *s.handout.members);
+    s.handout.size = ms_xcalloc(n, sizeof *s.handout.size);
+    s.handout.ns_heap = ms_xcalloc(n, sizeof *s.handout.ns_heap);
+    s.handout.ns_flows = ms_xcalloc(n, sizeof *s.handout.ns_flows);
     s.names = ms_xcalloc(n * MS_MAX_DOWNSTREAMS, sizeof *s.names);
     for (size_t i = 0; i < n; i++)
         s.sorted[i] = &members[i];
@@ -222,7 +329,10 @@ ms_err_t ms_engine_share_budgets(ms_round_member_t *members, size_t n)
 out:
     free(s.sorted);
     free(s.shares);
-    free(s.ns_flows);
+    free(s.handout.members);
+    free(s.handout.size);
+    free(s.handout.ns_heap);
+    free(s.handout.ns_flows);
     free(s.names);
     return err;
 }
