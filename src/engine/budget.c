@@ -8,7 +8,10 @@
  * by flows, ties by key, so the result does not depend on the order the
  * round listed its objects in. The hand-out costs O(log n) per granted
  * replica (bench/budget.c); grants never exceed the asks, which step 6's
- * rate and step 7's own cap already bound.
+ * rate and step 7's own cap already bound, and stop at
+ * MS_BUDGET_MAX_GRANTS replicas per budget per round: asks of a billion
+ * replicas in a room of a billion flows (an object's spec and limit can say
+ * so) took 48 s, a round's worth of every other object's time.
  *
  * Pure: no I/O, no globals. Scratch arrays are owned by the call and freed
  * before it returns.
@@ -19,6 +22,12 @@
 
 #include "engine_internal.h"
 #include "meshscaler/xalloc.h"
+
+/* Replicas one budget hands out in one round at most: a cluster holds
+ * 150,000 pods at most (Kubernetes' documented limit), so real rounds never
+ * reach it; past it the rest of the asks are not granted, on the guardrail's
+ * safe side (fewer replicas than the room would take). About 25 ms. */
+#define MS_BUDGET_MAX_GRANTS 1000000
 
 /* One member's part in one budget. */
 typedef struct {
@@ -204,6 +213,8 @@ static size_t pop_ns(handout_t *h)
  * asks and fits. */
 static void hand_out(share_t *sh, size_t n, handout_t *h, double room)
 {
+    int64_t granted = 0;
+
     h->sh = sh;
     h->ns_count = 0;
     for (size_t i = 0; i < n; i++) {
@@ -221,7 +232,7 @@ static void hand_out(share_t *sh, size_t n, handout_t *h, double room)
     for (size_t i = 0; i < n; i++)
         if (sh[i].ns == i && h->size[i] > 0)
             push_ns(h, i);
-    while (h->ns_count > 0) {
+    while (h->ns_count > 0 && granted < MS_BUDGET_MAX_GRANTS) {
         size_t ns = pop_ns(h);
         share_t *best = &sh[h->members[ns]];
 
@@ -229,6 +240,7 @@ static void hand_out(share_t *sh, size_t n, handout_t *h, double room)
             drop_top_share(h, ns); /* it never fits again */
         } else {
             best->grant++;
+            granted++;
             h->ns_flows[ns] += best->per_replica;
             room -= best->per_replica;
             if (best->grant >= best->ask)

@@ -69,6 +69,26 @@ static void cleanup(round_t *r)
 
 static int32_t desired(const round_t *r, size_t i) { return r->decisions[i].desired_replicas; }
 
+/* Asks of a billion replicas each in a room of two billion flows: the
+ * hand-out stops at its million replicas (budget.c), split as the rule
+ * splits them, instead of running for most of a minute. */
+static void a_huge_hand_out_stops_at_its_bound(void **state)
+{
+    round_t r = {0};
+    (void)state;
+
+    add(&r, "a/x", 1000000000, 2000000000, 0);
+    add(&r, "b/y", 1000000000, 2000000000, 0);
+    entry(&r, 0, "edge", 1, 1.9e9, true);
+    entry(&r, 1, "edge", 1, 1.9e9, true);
+    assert_int_equal(ms_engine_share_budgets(r.members, r.n), MS_OK);
+    assert_int_equal(r.decisions[0].budgets[0].grant, 500000);
+    assert_int_equal(r.decisions[1].budgets[0].grant, 500000);
+    assert_int_equal(desired(&r, 0), 1000500000);
+    assert_int_equal(r.decisions[0].reason, MS_REASON_DownstreamLimit);
+    cleanup(&r);
+}
+
 static void room_for_every_ask_changes_nothing(void **state)
 {
     round_t r = {0};
@@ -341,6 +361,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(room_for_every_ask_changes_nothing),
+        cmocka_unit_test(a_huge_hand_out_stops_at_its_bound),
         cmocka_unit_test(namespaces_first_in_any_order),
         cmocka_unit_test(small_ask_served_whole),
         cmocka_unit_test(starting_replicas_are_reserved),
