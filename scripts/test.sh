@@ -10,7 +10,7 @@
 #                   (e2e/lab/load/check.sh; needs no cluster, so it runs here,
 #                   not in the lab suite)
 #   fuzz            each libFuzzer target for FUZZ_SECONDS (default 30)
-#   bench           bench/engine figures (printed, not asserted)
+#   bench           bench/engine and bench/budget figures (printed, not asserted)
 #   chart           the Helm chart: lint, templates, schema refusals, manifests
 #                   rendered from it, dashboard and alert series (tests/chart)
 #   e2e-smoke       the local one-node cluster (control plane, node, metrics-server,
@@ -92,11 +92,12 @@ build() { # build DIR TYPE [cmake args...]
 }
 
 # The fewest tests each label of the unit+scenarios suite may run, set just
-# under the counts of December 2026 (unit 42, scenario 69, shared-scenario 16:
+# under the counts of December 2026 (unit 43, scenario 83 with the round
+# scenarios of tests/scenarios/rounds and their refusals, shared-scenario 16:
 # the scenarios of ../shared/scenarios). A label that matched nothing, a glob
 # that found no files or a folder that went missing fails here instead of
 # passing with fewer tests; raise a floor when its label grows.
-declare -A test_floor=([unit]=40 [scenario]=68 [shared-scenario]=15)
+declare -A test_floor=([unit]=42 [scenario]=82 [shared-scenario]=15)
 
 # check_test_counts LOG: each label's count from ctest's "Label Time Summary"
 # against its floor. The shared scenarios are a skip outside CI when
@@ -167,7 +168,7 @@ under_valgrind() {
   local runs=0 bad=0 f
   local -a scenarios invalid units
   shopt -s nullglob
-  scenarios=(tests/scenarios/*.json)
+  scenarios=(tests/scenarios/*.json tests/scenarios/rounds/*.json)
   invalid=(tests/scenarios/invalid/*.json)
   units=(build-debug/tests/test_* build-debug/e2e/lab/load/test_load)
   shopt -u nullglob
@@ -202,7 +203,8 @@ fuzz() { FUZZ_SECONDS="${FUZZ_SECONDS:-30}" bash tests/fuzz/run.sh; }
 
 bench() {
   build build-release Release || return 1
-  build-release/bench_engine 100000 20
+  build-release/bench_engine 100000 20 &&
+    build-release/bench_budget
 }
 
 e2e_smoke() {

@@ -173,7 +173,19 @@ typedef struct {
     int32_t allowed;
     bool bound; /* this downstream set the cap that bound */
     double reserved; /* flows held back for starting replicas: perReplica x starting */
+    double room;     /* maxUtilization x limit - usage, in flows, when observed */
 } ms_downstream_result_t;
+
+/* What §2b's shared budget did to one object (docs/decision-rules.md#2b).
+ * The budget's name is spec->downstreams[downstream].budget. */
+typedef struct {
+    uint8_t downstream; /* the object's entry in the budget with the largest perReplica */
+    bool bound;         /* the grant fell short of the ask: desired was lowered */
+    uint32_t members;   /* objects of the round taking part in the budget */
+    double room;        /* the budget's room R, flows (after every reservation) */
+    int32_t ask;        /* e_i: replicas this object asked for (0 when not growing) */
+    int32_t grant;      /* g_i: replicas granted (the ask when the room held every ask) */
+} ms_budget_result_t;
 
 /* One decision. Plain data; nothing to free. */
 typedef struct {
@@ -205,6 +217,10 @@ typedef struct {
     ms_metric_result_t metrics[MS_MAX_METRICS];
     size_t ndownstreams;
     ms_downstream_result_t downstreams[MS_MAX_DOWNSTREAMS];
+    /* §2b, filled by ms_engine_share_budgets only: one per budget the
+     * object took part in, in ascending budget name. */
+    size_t nbudgets;
+    ms_budget_result_t budgets[MS_MAX_DOWNSTREAMS];
 } ms_decision_t;
 
 /* Decide once. spec must be valid (ms_spec_validate); obs->now must not be
@@ -220,6 +236,24 @@ ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
  * that set defer_scale_event). A zero change does nothing. */
 void ms_engine_record_scale(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
                             int32_t change);
+
+/* One object of a round for §2b. Everything is borrowed from the caller
+ * for the duration of the call. */
+typedef struct {
+    const char *key;          /* "namespace/name"; unique within the round */
+    const ms_spec_t *spec;    /* its spec (downstream entries and budgets) */
+    ms_decision_t *decision;  /* steps 1-7 done (with defer_scale_event), updated in place */
+} ms_round_member_t;
+
+/* §2b: split each shared budget's room among the members of one round,
+ * budgets in ascending name. Lowers decision->desired_replicas to
+ * current + grant (reason DownstreamLimit, scaled updated) where a grant
+ * falls short of the ask, and fills decision->budgets for every member that
+ * took part. Members must have been decided with defer_scale_event set; the
+ * caller then stores each final change with ms_engine_record_scale (step 8).
+ * Pure; allocates scratch it frees before returning (aborts without memory).
+ * Returns MS_ERR_INVALID, changing nothing, when two members share a key. */
+ms_err_t ms_engine_share_budgets(ms_round_member_t *members, size_t n);
 
 /* Explain a decision in one line of readable sentences into buf (always
  * NUL-terminated when len > 0). Returns the length it needed, like snprintf. */

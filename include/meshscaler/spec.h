@@ -89,6 +89,9 @@ typedef struct {
     double limit;
     double per_replica;     /* > 0: usage one more replica adds */
     double max_utilization; /* (0, 1] */
+    /* §2b's shared budget this entry's room belongs to: a DNS-1123 label,
+     * "" when the entry names none (it then guards this object alone). */
+    char budget[MS_NAME_MAX + 1];
 } ms_downstream_spec_t;
 
 typedef struct {

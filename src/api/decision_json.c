@@ -33,6 +33,26 @@ static cJSON *state_json(const ms_engine_memory_t *mem)
     return state;
 }
 
+/* §2b, for round lines: {"<budget>": {"room", "ask", "grant", "objects"}}. */
+static cJSON *budgets_json(const ms_spec_t *spec, const ms_decision_t *d)
+{
+    cJSON *budgets = cJSON_CreateObject();
+
+    for (size_t i = 0; i < d->nbudgets; i++) {
+        const ms_budget_result_t *b = &d->budgets[i];
+        cJSON *bj;
+
+        if (b->downstream >= spec->ndownstreams)
+            continue;
+        bj = cJSON_AddObjectToObject(budgets, spec->downstreams[b->downstream].budget);
+        cJSON_AddNumberToObject(bj, "room", b->room);
+        cJSON_AddNumberToObject(bj, "ask", b->ask);
+        cJSON_AddNumberToObject(bj, "grant", b->grant);
+        cJSON_AddNumberToObject(bj, "objects", b->members);
+    }
+    return budgets;
+}
+
 cJSON *ms_decision_to_json(const ms_spec_t *spec, const ms_engine_memory_t *mem, double time,
                            const ms_decision_t *d)
 {
@@ -81,6 +101,8 @@ cJSON *ms_decision_to_json(const ms_spec_t *spec, const ms_engine_memory_t *mem,
             cJSON_AddNumberToObject(dj, "reserved", r->reserved);
         cJSON_AddBoolToObject(dj, "bound", r->bound);
     }
+    if (d->nbudgets > 0)
+        cJSON_AddItemToObject(o, "budgets", budgets_json(spec, d));
     ms_decision_explain(spec, d, message, sizeof message);
     cJSON_AddStringToObject(o, "message", message);
     if (mem != NULL)

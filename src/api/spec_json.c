@@ -75,6 +75,37 @@ static ms_err_t read_name(const cJSON *item, ms_jpath_t *p, char *buf, char *err
     return err;
 }
 
+/* A DNS-1123 label (RFC 1123, as Kubernetes checks names): 1..63 of
+ * [a-z0-9-], starting and ending with a letter or digit. */
+static bool dns1123_label(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > MS_NAME_MAX || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+            return false;
+    return true;
+}
+
+/* A downstream's budget (§2b): the same words the API server's schema
+ * gives, so `decide` and `kubectl apply` refuse a name alike. */
+static ms_err_t read_budget(const cJSON *item, ms_jpath_t *p, char *buf, char *errbuf, size_t errlen)
+{
+    ms_err_t err;
+
+    if (cJSON_IsString(item) && strlen(item->valuestring) > MS_NAME_MAX)
+        return ms_jpath_errf(p, errbuf, errlen, "must be a DNS-1123 label (at most %d characters)",
+                             MS_NAME_MAX);
+    err = ms_json_strcpy(item, p, buf, MS_NAME_MAX + 1, errbuf, errlen);
+    if (err == MS_OK && !dns1123_label(buf))
+        err = ms_jpath_errf(p, errbuf, errlen,
+                            "\"%s\" must be a DNS-1123 label (lower-case letters, digits and '-', "
+                            "starting and ending with a letter or digit)", buf);
+    return err;
+}
+
 static ms_err_t positive(const cJSON *item, ms_jpath_t *p, double *out, char *errbuf, size_t errlen)
 {
     double v = 0;
@@ -298,6 +329,7 @@ static ms_err_t read_downstream(const cJSON *j, ms_jpath_t *p, ms_downstream_spe
     READ_KEY(j, "perReplica", true, positive(item, p, &d->per_replica, errbuf, errlen));
     READ_KEY(j, "maxUtilization", false,
              fraction(item, p, 0, true, 1, false, &d->max_utilization, errbuf, errlen));
+    READ_KEY(j, "budget", false, read_budget(item, p, d->budget, errbuf, errlen));
 out:
     return err;
 }

@@ -189,6 +189,7 @@ static void downstream_cap(const ms_spec_t *spec, const ms_observation_t *obs, i
             continue;
         r->observed = true;
         r->reserved = ds->per_replica * d->starting_replicas;
+        r->room = ds->max_utilization * limit - o->usage.value; /* §2b's room */
         headroom = floor((ds->max_utilization * limit - o->usage.value - r->reserved) /
                          ds->per_replica);
         allowed = (int64_t)current + ms__clamp_double(headroom);

@@ -65,6 +65,21 @@ static void explain_bound_downstream(const char *name, const ms_decision_t *d, s
         ms_fixbuf_appendf(o, " (%s)", reserve);
 }
 
+/* §2b's budgets that lowered the count: "budget edge: 2 of 3 replicas
+ * asked, room 90 flows shared by 2 objects". */
+static void explain_budgets(const ms_spec_t *spec, const ms_decision_t *d, ms_fixbuf_t *o)
+{
+    for (size_t i = 0; i < d->nbudgets; i++) {
+        const ms_budget_result_t *b = &d->budgets[i];
+
+        if (!b->bound || b->downstream >= spec->ndownstreams)
+            continue;
+        ms_fixbuf_appendf(o, ", budget %s: %d of %d replica%s asked, room %.4g flows shared by %u object%s",
+                          spec->downstreams[b->downstream].budget, (int)b->grant, (int)b->ask,
+                          b->ask == 1 ? "" : "s", b->room, b->members, b->members == 1 ? "" : "s");
+    }
+}
+
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *buf, size_t len)
 {
     ms_fixbuf_t o;
@@ -111,6 +126,7 @@ size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *
         else if (r->bound)
             explain_bound_downstream(spec->downstreams[i].name, d, i, &o);
     }
+    explain_budgets(spec, d, &o);
 done:
     ms_fixbuf_appendf(&o, "; desired %d", (int)d->desired_replicas);
     if (d->reason != MS_REASON_DesiredWithinRange)

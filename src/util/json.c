@@ -36,13 +36,15 @@ static void jpath_append(ms_jpath_t *p, size_t old, const char *s)
     p->len += n;
 }
 
+/* Keys that read unambiguously after a dot; '/' too, so a round's object
+ * key reads ticks[2].objects.shop/x (docs/decide.md). */
 static bool plain_name(const char *key)
 {
     if (key[0] == '\0')
         return false;
     for (const char *c = key; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-              (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+              (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || *c == '/'))
             return false;
     return true;
 }

@@ -10,7 +10,8 @@
  *       ("ignore": ["message"] - a list of top-level output key names; the
  *       "ignore" key itself is never compared). A key the output has and the
  *       expected line neither gives nor ignores fails the line, naming the key.
- *       Nested values: "metrics", "downstream" and "state" are compared
+ *       Nested values: "metrics", "downstream", "budgets" (round lines) and
+ *       "state" are compared
  *       exactly at every depth (no key or array item in the output that the
  *       expected value lacks); any other nested object (none today) is
  *       compared by its expected keys only.
@@ -191,7 +192,7 @@ static int compare(const cJSON *expected, const cJSON *actual, int exact, char *
 }
 
 /* Top-level output keys compared exactly at every depth in strict mode. */
-static const char *const exact_keys[] = {"metrics", "downstream", "state"};
+static const char *const exact_keys[] = {"metrics", "downstream", "budgets", "state"};
 
 static int is_exact_key(const char *key)
 {

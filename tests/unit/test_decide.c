@@ -391,6 +391,110 @@ static void test_text_format_is_one_readable_line_per_tick(void **state)
     collector_cleanup(&c);
 }
 
+/* ---- rounds (docs/decide.md "Rounds") ---- */
+
+/* An object of budget edge: sidecar at 70%, perReplica 25 of a 200-flow
+ * table at 0.7 (140 flows). */
+#define ROUND_SPEC                                                                     \
+    "{'minReplicas': 1, 'maxReplicas': 20, 'metrics': [{'name': 'sidecar',"             \
+    " 'type': 'SidecarConcurrency', 'target': {'type': 'Utilization',"                  \
+    " 'averageUtilization': 70}}], 'guardrails': {'downstream': [{'name': 'edge',"      \
+    " 'limit': 200, 'perReplica': 25, 'budget': 'edge'}]}}"
+#define ROUND_TICK "{'currentReplicas': 2, 'metrics': {'sidecar': 300}," \
+                   " 'signals': {'downstream': {'edge': {'usage': 50}}}}"
+
+/* A string field of output line i, compared with want. */
+static void assert_key(const collector_t *c, size_t i, const char *want)
+{
+    cJSON *line = cJSON_Parse(c->lines[i]);
+    const cJSON *key = cJSON_GetObjectItemCaseSensitive(line, "key");
+
+    assert_non_null(line);
+    assert_true(cJSON_IsString(key));
+    assert_string_equal(key->valuestring, want);
+    cJSON_Delete(line);
+}
+
+/* The result does not depend on the order a round or the objects list
+ * takes: lines come in key order and the shares are the same. */
+static void test_round_lines_in_key_order_whatever_the_input_order(void **state)
+{
+    static const char *const scenarios[] = {
+        "{'objects': [{'key': 'shop/api', 'spec': " ROUND_SPEC "},"
+        " {'key': 'shop/web', 'spec': " ROUND_SPEC "}],"
+        " 'ticks': [{'time': 0, 'objects': {'shop/api': " ROUND_TICK ", 'shop/web': " ROUND_TICK "}}]}",
+        "{'objects': [{'key': 'shop/web', 'spec': " ROUND_SPEC "},"
+        " {'key': 'shop/api', 'spec': " ROUND_SPEC "}],"
+        " 'ticks': [{'time': 0, 'objects': {'shop/web': " ROUND_TICK ", 'shop/api': " ROUND_TICK "}}]}",
+    };
+    (void)state;
+
+    for (size_t i = 0; i < 2; i++) {
+        collector_t c = {0};
+
+        run_ok(scenarios[i], &c);
+        assert_int_equal(c.nlines, 2);
+        assert_key(&c, 0, "shop/api");
+        assert_key(&c, 1, "shop/web");
+        assert_true(field(&c, 0, "desiredReplicas") == 4); /* 90 flows: 2 and 1 of 3 each */
+        assert_true(field(&c, 1, "desiredReplicas") == 3);
+        assert_reason(&c, 1, "DownstreamLimit");
+        collector_cleanup(&c);
+    }
+}
+
+/* An object a round does not list is not due: no line, and its closed
+ * loop waits for its next round. */
+static void test_round_decides_only_the_objects_it_lists(void **state)
+{
+    collector_t c = {0};
+    (void)state;
+
+    run_ok("{'objects': [{'key': 'shop/api', 'spec': " ROUND_SPEC "},"
+           " {'key': 'shop/web', 'spec': " ROUND_SPEC "}],"
+           " 'ticks': [{'time': 0, 'objects': {'shop/api': " ROUND_TICK "}},"
+           "  {'time': 15, 'objects': {'shop/web': " ROUND_TICK "}},"
+           "  {'time': 30, 'objects': {'shop/api': {'metrics': {'sidecar': 70}}}}]}",
+           &c);
+    assert_int_equal(c.nlines, 3);
+    assert_key(&c, 0, "shop/api");
+    assert_true(field(&c, 0, "desiredReplicas") == 5); /* alone: its own step 7 */
+    assert_key(&c, 1, "shop/web");
+    assert_key(&c, 2, "shop/api");
+    assert_true(field(&c, 2, "currentReplicas") == 5); /* its own previous desired */
+    collector_cleanup(&c);
+}
+
+static void test_round_text_lines_start_with_the_key(void **state)
+{
+    collector_t c = {0};
+    char errbuf[MS_ERRBUF_SIZE] = "";
+    (void)state;
+
+    assert_int_equal(run("{'objects': [{'key': 'shop/api', 'spec': " ROUND_SPEC "}],"
+                         " 'ticks': [{'time': 0, 'objects': {'shop/api': " ROUND_TICK "}}]}",
+                         MS_DECIDE_TEXT, &c, errbuf, sizeof errbuf),
+                     MS_OK);
+    assert_int_equal(c.nlines, 1);
+    assert_true(strncmp(c.lines[0], "shop/api t=0", 12) == 0);
+    collector_cleanup(&c);
+}
+
+static void test_round_unknown_key_emits_nothing(void **state)
+{
+    collector_t c = {0};
+    char errbuf[MS_ERRBUF_SIZE] = "";
+    (void)state;
+
+    assert_int_equal(run("{'objects': [{'key': 'shop/api', 'spec': " ROUND_SPEC "}],"
+                         " 'ticks': [{'time': 0, 'objects': {'shop/api': " ROUND_TICK "}},"
+                         "  {'time': 15, 'objects': {'shop/x': {}}}]}",
+                         MS_DECIDE_JSON, &c, errbuf, sizeof errbuf),
+                     MS_ERR_INVALID);
+    assert_int_equal(c.nlines, 0);
+    assert_string_equal(errbuf, "ticks[1].objects.shop/x: no such object");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +512,10 @@ int main(void)
         cmocka_unit_test(test_validate_agrees_with_run),
         cmocka_unit_test(test_input_need_not_be_nul_terminated),
         cmocka_unit_test(test_text_format_is_one_readable_line_per_tick),
+        cmocka_unit_test(test_round_lines_in_key_order_whatever_the_input_order),
+        cmocka_unit_test(test_round_decides_only_the_objects_it_lists),
+        cmocka_unit_test(test_round_text_lines_start_with_the_key),
+        cmocka_unit_test(test_round_unknown_key_emits_nothing),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

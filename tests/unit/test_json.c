@@ -98,6 +98,10 @@ static void test_path_quotes_odd_keys(void **state)
     ms_jpath_init(&p, "metrics");
     ms_jpath_push_key(&p, "");
     assert_string_equal(ms_jpath_str(&p), "metrics[\"\"]");
+    /* A round's namespace/name key stays plain (docs/decide.md: ticks[2].objects.shop/x). */
+    ms_jpath_init(&p, "objects");
+    ms_jpath_push_key(&p, "shop/x");
+    assert_string_equal(ms_jpath_str(&p), "objects.shop/x");
     /* Names of the usual shape stay plain. */
     ms_jpath_init(&p, "metrics");
     ms_jpath_push_key(&p, "proxy-cpu_2");

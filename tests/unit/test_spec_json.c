@@ -261,6 +261,56 @@ static void test_guardrail_and_fallback_defaults(void **state)
     ms_spec_cleanup(&s);
 }
 
+/* §2b: a budget is a DNS-1123 label, as the CRD's schema says. */
+static void test_downstream_budget_is_a_dns_label(void **state)
+{
+    ms_spec_t s;
+    char name63[64];
+    char spec[512];
+
+    (void)state;
+    read_valid(SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
+                         " 'perReplica': 5, 'budget': 'pg-main-1'}]}"),
+               true, &s);
+    assert_string_equal(s.downstreams[0].budget, "pg-main-1");
+    ms_spec_cleanup(&s);
+    read_valid(SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
+                         " 'perReplica': 5}]}"),
+               true, &s);
+    assert_string_equal(s.downstreams[0].budget, "");
+    ms_spec_cleanup(&s);
+
+    static const char *const bad[] = {"Edge", "edge_lb", "-edge", "edge-", "edge.lb", "a b"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char want[256];
+        snprintf(spec, sizeof spec,
+                 SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
+                           " 'perReplica': 5, 'budget': '%s'}]}"),
+                 bad[i]);
+        snprintf(want, sizeof want,
+                 "spec.guardrails.downstream[0].budget: \"%s\" must be a DNS-1123 label "
+                 "(lower-case letters, digits and '-', starting and ending with a letter or digit)",
+                 bad[i]);
+        REFUSED(spec, true, want);
+    }
+    memset(name63, 'a', 63);
+    name63[63] = '\0';
+    snprintf(spec, sizeof spec,
+             SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
+                       " 'perReplica': 5, 'budget': '%sa'}]}"),
+             name63);
+    REFUSED(spec, true,
+            "spec.guardrails.downstream[0].budget: must be a DNS-1123 label (at most 63 characters)");
+    snprintf(spec, sizeof spec,
+             SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
+                       " 'perReplica': 5, 'budget': '%s'}]}"),
+             name63);
+    ACCEPTED(spec, true);
+    REFUSED(SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
+                      " 'perReplica': 5, 'budget': 7}]}"),
+            true, "spec.guardrails.downstream[0].budget: not a string (found a number)");
+}
+
 static void test_one_direction_given_leaves_the_other_default(void **state)
 {
     ms_spec_t s;
@@ -633,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_other_enum_values),
         cmocka_unit_test(test_defaults_of_a_minimal_spec),
         cmocka_unit_test(test_guardrail_and_fallback_defaults),
+        cmocka_unit_test(test_downstream_budget_is_a_dns_label),
         cmocka_unit_test(test_one_direction_given_leaves_the_other_default),
         cmocka_unit_test(test_some_fields_of_a_direction_given),
         cmocka_unit_test(test_quantity_strings_are_accepted),

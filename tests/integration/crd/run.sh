@@ -121,6 +121,16 @@ o["metadata"]["name"]="bound"; o["metadata"].pop("namespace",None); print(json.d
   else fail "$1: refused: $(cut -c1-300 <<<"$out")"; fi
 }
 accept_patch "query text of 65536 characters (9 queries)" "$(queries_patch 65536)"
+# A shared budget (docs/decision-rules.md §2b) is a DNS-1123 label; the
+# full example names one (budget: edge) and is accepted above.
+budget_patch() { # NAME : the valid object's downstream naming budget NAME
+  printf '{"spec":{"guardrails":{"downstream":[{"name":"edge-lb","usageQuery":"u","limit":100,"perReplica":4,"budget":"%s"}]}}}' "$1"
+}
+for bad in Edge edge_lb -edge edge- edge.lb ""; do
+  refuse "budget \"$bad\"" "$(budget_patch "$bad")" "budget must be a DNS-1123 label"
+done
+refuse "budget of 64 characters" "$(budget_patch "$(printf 'a%.0s' {1..64})")" "spec.guardrails.downstream[0].budget: Too long"
+accept_patch "budget of 63 characters" "$(budget_patch "$(printf 'a%.0s' {1..63})")"
 refuse "query text of 65537 characters" "$(queries_patch 65537)" "may total at most 65536 characters"
 refuse "query text over the bound through the guardrails" "$(python3 -c 'import json
 q = "sum(up{job=\"%s\"})" % ("j" * 8177)
