@@ -12,11 +12,6 @@
 #include "meshscaler/spec_json.h"
 #include "scenario.h"
 
-static const cJSON *child(const cJSON *obj, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
-
 /* A number or null (null/absent leaves *s missing). */
 static ms_err_t read_sample(const cJSON *item, ms_jpath_t *p, double min, ms_sample_t *s,
                             char *errbuf, size_t errlen)
@@ -43,7 +38,7 @@ static ms_err_t read_sample(const cJSON *item, ms_jpath_t *p, double min, ms_sam
 static ms_err_t read_metric_value(const cJSON *item, ms_jpath_t *p, ms_sample_t *s, ms_pods_t *pods,
                                   char *errbuf, size_t errlen)
 {
-    const cJSON *value = child(item, "value");
+    const cJSON *value = ms_json_child(item, "value");
     ms_err_t err;
     size_t saved;
 
@@ -57,10 +52,10 @@ static ms_err_t read_metric_value(const cJSON *item, ms_jpath_t *p, ms_sample_t 
         return err;
     ms_jpath_pop(p, saved);
     ms_jpath_push_key(p, "pods");
-    if (child(item, "pods") == NULL)
+    if (ms_json_child(item, "pods") == NULL)
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_int32(child(item, "pods"), p, 0, INT32_MAX, &pods->count, errbuf, errlen)) !=
-        MS_OK)
+    err = ms_json_int32(ms_json_child(item, "pods"), p, 0, INT32_MAX, &pods->count, errbuf, errlen);
+    if (err != MS_OK)
         return err;
     pods->known = true;
     ms_jpath_pop(p, saved);
@@ -102,11 +97,11 @@ static ms_err_t read_pair(const cJSON *obj, ms_jpath_t *p, const char *a, ms_sam
     if ((err = ms_json_object(obj, p, errbuf, errlen)) != MS_OK)
         return err;
     saved = ms_jpath_push_key(p, a);
-    if ((err = read_sample(child(obj, a), p, 0, sa, errbuf, errlen)) != MS_OK)
+    if ((err = read_sample(ms_json_child(obj, a), p, 0, sa, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     ms_jpath_push_key(p, b);
-    if ((err = read_sample(child(obj, b), p, 0, sb, errbuf, errlen)) != MS_OK)
+    if ((err = read_sample(ms_json_child(obj, b), p, 0, sb, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     return MS_OK;
@@ -172,19 +167,20 @@ static ms_err_t read_signals(const ms__scenario_t *sc, const cJSON *s, ms_jpath_
 
     if (err != MS_OK)
         return err;
-    if (!ms_json_is_absent(item = child(s, "downstream"))) {
+    if (!ms_json_is_absent(item = ms_json_child(s, "downstream"))) {
         saved = ms_jpath_push_key(p, "downstream");
         if ((err = read_downstream_signals(sc, item, p, t, errbuf, errlen)) != MS_OK)
             return err;
         ms_jpath_pop(p, saved);
     }
     saved = ms_jpath_push_key(p, "retryShare");
-    if ((err = read_sample(child(s, "retryShare"), p, 0, &t->obs.retry_share, errbuf, errlen)) != MS_OK)
+    err = read_sample(ms_json_child(s, "retryShare"), p, 0, &t->obs.retry_share, errbuf, errlen);
+    if (err != MS_OK)
         return err;
     if (t->obs.retry_share.present && t->obs.retry_share.value > 1)
         return ms_jpath_errf(p, errbuf, errlen, "must be at most 1 (a share of attempts)");
     ms_jpath_pop(p, saved);
-    if (!ms_json_is_absent(item = child(s, "saturation"))) {
+    if (!ms_json_is_absent(item = ms_json_child(s, "saturation"))) {
         saved = ms_jpath_push_key(p, "saturation");
         if ((err = read_saturation_signals(sc, item, p, t, errbuf, errlen)) != MS_OK)
             return err;
@@ -198,7 +194,7 @@ static ms_err_t read_signals(const ms__scenario_t *sc, const cJSON *s, ms_jpath_
 static ms_err_t read_count(const cJSON *tick, ms_jpath_t *p, const char *key, bool *has,
                            int32_t *count, char *errbuf, size_t errlen)
 {
-    const cJSON *field = child(tick, key);
+    const cJSON *field = ms_json_child(tick, key);
     size_t saved = ms_jpath_push_key(p, key);
     ms_err_t err;
 
@@ -226,7 +222,7 @@ ms_err_t ms__tick_read(const ms__scenario_t *sc, const cJSON *item, size_t index
         return err;
 
     saved = ms_jpath_push_key(p, "time");
-    if (ms_json_is_absent(field = child(item, "time")))
+    if (ms_json_is_absent(field = ms_json_child(item, "time")))
         return ms_jpath_errf(p, errbuf, errlen, "required");
     if ((err = ms_json_number(field, p, &t->time, errbuf, errlen)) != MS_OK)
         return err;
@@ -236,7 +232,7 @@ ms_err_t ms__tick_read(const ms__scenario_t *sc, const cJSON *item, size_t index
     ms_jpath_pop(p, saved);
 
     saved = ms_jpath_push_key(p, "currentReplicas");
-    if (!ms_json_is_absent(field = child(item, "currentReplicas"))) {
+    if (!ms_json_is_absent(field = ms_json_child(item, "currentReplicas"))) {
         if ((err = ms_json_int32(field, p, 0, INT32_MAX, &t->current, errbuf, errlen)) != MS_OK)
             return err;
         t->has_current = true;
@@ -252,13 +248,13 @@ ms_err_t ms__tick_read(const ms__scenario_t *sc, const cJSON *item, size_t index
                           errlen)) != MS_OK)
         return err;
 
-    if (!ms_json_is_absent(field = child(item, "metrics"))) {
+    if (!ms_json_is_absent(field = ms_json_child(item, "metrics"))) {
         saved = ms_jpath_push_key(p, "metrics");
         if ((err = read_tick_metrics(sc, field, p, t, errbuf, errlen)) != MS_OK)
             return err;
         ms_jpath_pop(p, saved);
     }
-    if (!ms_json_is_absent(field = child(item, "signals"))) {
+    if (!ms_json_is_absent(field = ms_json_child(item, "signals"))) {
         ms_jpath_push_key(p, "signals");
         if ((err = read_signals(sc, field, p, t, errbuf, errlen)) != MS_OK)
             return err;
@@ -276,15 +272,16 @@ static ms_err_t read_entry(const cJSON *e, ms_jpath_t *p, const char *key, int32
     if (err != MS_OK)
         return err;
     saved = ms_jpath_push_key(p, "time");
-    if (ms_json_is_absent(child(e, "time")))
+    if (ms_json_is_absent(ms_json_child(e, "time")))
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_number(child(e, "time"), p, time, errbuf, errlen)) != MS_OK)
+    if ((err = ms_json_number(ms_json_child(e, "time"), p, time, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     ms_jpath_push_key(p, key);
-    if (ms_json_is_absent(child(e, key)))
+    if (ms_json_is_absent(ms_json_child(e, key)))
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_int32(child(e, key), p, min, INT32_MAX, value, errbuf, errlen)) != MS_OK)
+    err = ms_json_int32(ms_json_child(e, key), p, min, INT32_MAX, value, errbuf, errlen);
+    if (err != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     return MS_OK;
@@ -294,7 +291,7 @@ static ms_err_t read_state_list(ms__scenario_t *sc, const cJSON *state, ms_jpath
                                 const char *list, const char *key, int32_t min, char *errbuf,
                                 size_t errlen)
 {
-    const cJSON *arr = child(state, list), *e;
+    const cJSON *arr = ms_json_child(state, list), *e;
     size_t saved, n = 0;
     ms_err_t err;
 
@@ -338,9 +335,11 @@ static ms_err_t read_state(ms__scenario_t *sc, const cJSON *state, char *errbuf,
         return err;
     if ((err = read_state_list(sc, state, p, "scaleEvents", "change", INT32_MIN, errbuf, errlen)) != MS_OK)
         return err;
-    if (!ms_json_is_absent(child(state, "failures"))) {
+    if (!ms_json_is_absent(ms_json_child(state, "failures"))) {
         ms_jpath_push_key(p, "failures");
-        if ((err = ms_json_int32(child(state, "failures"), p, 0, INT32_MAX, &failures, errbuf, errlen)) != MS_OK)
+        err = ms_json_int32(ms_json_child(state, "failures"), p, 0, INT32_MAX, &failures, errbuf,
+                            errlen);
+        if (err != MS_OK)
             return err;
         sc->memory.failures = (uint32_t)failures;
     }
@@ -409,7 +408,7 @@ ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, ch
         goto out;
 
     ms_jpath_init(&path, "spec");
-    item = child(sc->root, "spec");
+    item = ms_json_child(sc->root, "spec");
     if (ms_json_is_absent(item)) {
         err = ms_jpath_errf(&path, errbuf, errlen, "required");
         goto out;
@@ -418,7 +417,7 @@ ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, ch
         goto out;
 
     ms_jpath_init(&path, "ticks");
-    sc->ticks = child(sc->root, "ticks");
+    sc->ticks = ms_json_child(sc->root, "ticks");
     if (ms_json_is_absent(sc->ticks)) {
         err = ms_jpath_errf(&path, errbuf, errlen, "required");
         goto out;
@@ -436,7 +435,7 @@ ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, ch
             goto out;
         sc->first_time = first.time;
     }
-    item = child(sc->root, "state");
+    item = ms_json_child(sc->root, "state");
     if (!ms_json_is_absent(item) && (err = read_state(sc, item, errbuf, errlen)) != MS_OK)
         goto out;
     err = check_ticks(sc, errbuf, errlen);

@@ -18,6 +18,7 @@
 #include "kube_client_internal.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/informer.h"
+#include "meshscaler/json.h"
 #include "meshscaler/log.h"
 #include "meshscaler/strmap.h"
 #include "meshscaler/xalloc.h"
@@ -69,9 +70,7 @@ struct ms_kube_informer {
 
 static const char *rv_of(const cJSON *obj)
 {
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-    return cJSON_IsString(rv) ? rv->valuestring : "";
+    return ms_json_string_member(obj, "metadata", "resourceVersion", "");
 }
 
 /* A tree-mode entry for obj under key; the entry owns obj from now on. */
