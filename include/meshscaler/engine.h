@@ -221,6 +221,13 @@ ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
 void ms_engine_record_scale(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
                             int32_t change);
 
+/* Step 3's ratio of metric m's reading `value` to its target at `current`
+ * replicas, before any tolerance (HPA's usage ratio): value / target, or
+ * value / (target x current) for an AverageValue total. The one home of the
+ * rule, for callers that weigh readings as the engine does (replay's
+ * above-target time). Pure. */
+double ms_engine_ratio(const ms_metric_spec_t *m, double value, int32_t current);
+
 /* Explain a decision in one line of readable sentences into buf (always
  * NUL-terminated when len > 0). Returns the length it needed, like snprintf. */
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d,

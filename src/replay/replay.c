@@ -244,12 +244,13 @@ static void spread(const ms_spec_t *spec, ms_observation_t *obs, int32_t actual,
     }
 }
 
-/* The reading over its target, as a ratio, at `count` replicas. */
+/* The reading over its target, as a ratio, at `count` replicas (the
+ * engine's rule); NAN for a total spread over no replicas. */
 static double load_ratio(const ms_metric_spec_t *m, double value, int32_t count)
 {
-    if (m->target_type == MS_TARGET_AVERAGE_VALUE)
-        return count > 0 ? value / (m->target * count) : NAN;
-    return value / m->target;
+    if (m->target_type == MS_TARGET_AVERAGE_VALUE && count <= 0)
+        return NAN;
+    return ms_engine_ratio(m, value, count);
 }
 
 static void account(const ms_spec_t *spec, const ms_replay_tick_t *tk, int32_t prev_actual,
