@@ -19,8 +19,8 @@
 #include "cmd.h"
 #include "meshscaler/buf.h"
 #include "meshscaler/clock.h"
-#include "meshscaler/controller_options.h"
 #include "meshscaler/decision_json.h"
+#include "meshscaler/duration.h"
 #include "meshscaler/replay.h"
 #include "meshscaler/spec_json.h"
 #include "meshscaler/yaml.h"
@@ -150,7 +150,7 @@ static bool parse_time(const char *s, double now, double *out)
         *out = now;
         return true;
     }
-    if (strncmp(s, "now-", 4) == 0 && ms_controller_duration_parse(s + 4, &d)) {
+    if (strncmp(s, "now-", 4) == 0 && ms_duration_parse(s + 4, &d)) {
         *out = now - d;
         return true;
     }
@@ -448,7 +448,7 @@ static ms_err_t run(const replay_args_t *a, mas_t *m, char *errbuf, size_t errle
     if (!parse_time(a->from, now, &ro.from) || !parse_time(a->to, now, &ro.to))
         return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                        "--from/--to: want RFC 3339, unix seconds, now or now-DURATION");
-    if (a->step != NULL && !ms_controller_duration_parse(a->step, &ro.step))
+    if (a->step != NULL && !ms_duration_parse(a->step, &ro.step))
         return ms_errf(errbuf, errlen, MS_ERR_INVALID, "--step \"%s\" is not a duration", a->step);
     if ((client = ms_prom_client_new(&po, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
