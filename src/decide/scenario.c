@@ -362,10 +362,37 @@ static ms_err_t check_ticks(ms__scenario_t *sc, char *errbuf, size_t errlen)
     return MS_OK;
 }
 
+/* text as exactly one JSON document into *root (caller frees), or a
+ * message naming the line and column where it stops being one. */
+static ms_err_t parse_document(const char *text, size_t len, cJSON **root, char *errbuf,
+                               size_t errlen)
+{
+    const char *end = NULL;
+    size_t line = 1, column = 1;
+
+    *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (*root == NULL) {
+        if (end != NULL)
+            ms_json_position(text, end, &line, &column);
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "$: not valid JSON (at line %zu, column %zu)", line, column);
+    }
+    /* cJSON stops after the first value; anything but space after it means
+     * the file is not the one document it claims to be. */
+    while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+        end++;
+    if (end < text + len) {
+        ms_json_position(text, end, &line, &column);
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "$: not valid JSON (unexpected data after the document at line %zu, column %zu)",
+                       line, column);
+    }
+    return MS_OK;
+}
+
 ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, char *errbuf,
                             size_t errlen)
 {
-    const char *end = NULL;
     const cJSON *item;
     ms_jpath_t path;
     ms_err_t err = MS_OK;
@@ -378,27 +405,8 @@ ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, ch
                       MS_DECIDE_MAX_INPUT_BYTES);
         goto out;
     }
-    sc->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (sc->root == NULL) {
-        size_t line = 1, column = 1;
-        if (end != NULL)
-            ms_json_position(text, end, &line, &column);
-        err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "$: not valid JSON (at line %zu, column %zu)",
-                      line, column);
+    if ((err = parse_document(text, len, &sc->root, errbuf, errlen)) != MS_OK)
         goto out;
-    }
-    /* cJSON stops after the first value; anything but space after it means
-     * the file is not the one document it claims to be. */
-    while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
-        end++;
-    if (end < text + len) {
-        size_t line = 1, column = 1;
-        ms_json_position(text, end, &line, &column);
-        err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                      "$: not valid JSON (unexpected data after the document at line %zu, column %zu)",
-                      line, column);
-        goto out;
-    }
     ms_jpath_init(&path, "");
     if ((err = ms_json_object(sc->root, &path, errbuf, errlen)) != MS_OK)
         goto out;
