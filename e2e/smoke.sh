@@ -16,25 +16,10 @@ export MESHSCALER_E2E_STATE="${SMOKE_STATE:-$(mktemp -d /tmp/meshscaler-smoke.XX
 KUBECTL="$E2E_DIR/.bin/kubectl"
 NS=smoke
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok   - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1${2:+: $2}"; }
-# check NAME CMD...: one line for one check.
-check() {
-  local name="$1"; shift
-  local out
-  if out="$("$@" 2>&1)"; then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"; fi
-}
-# eventually SECONDS CMD...: retry CMD every 0.5 s (controllers and scrapes are async).
-eventually() {
-  local secs="$1"; shift
-  local deadline=$((SECONDS + secs))
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 0.5
-  done
-}
+# pass, fail, check, eventually (retrying every 0.5 s: controllers and scrapes are async)
+CHECK_POLL=0.5
+# shellcheck source-path=SCRIPTDIR source=../tests/lib/check.sh
+. "$REPO/tests/lib/check.sh"
 
 # forbidden CMD...: CMD must fail (the API server refuses it).
 forbidden() { ! "$@" >/dev/null 2>&1; }

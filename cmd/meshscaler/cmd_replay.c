@@ -7,6 +7,8 @@
  * scenario (a decide scenario of exactly the values the engine was given:
  * `meshscaler decide` on it reproduces the replay's decisions). --svg FILE
  * writes the chart. Progress goes to stderr, one line per chunk read.
+ * The formats themselves are src/replay/output.c's; this file parses the
+ * flags, reads the MeshAutoscaler and picks one.
  * Exit 0; 2 on usage or an invalid MeshAutoscaler; 1 when Prometheus or a
  * file cannot be read or written.
  */
@@ -19,8 +21,7 @@
 #include "cmd.h"
 #include "meshscaler/buf.h"
 #include "meshscaler/clock.h"
-#include "meshscaler/controller_options.h"
-#include "meshscaler/decision_json.h"
+#include "meshscaler/duration.h"
 #include "meshscaler/replay.h"
 #include "meshscaler/spec_json.h"
 #include "meshscaler/yaml.h"
@@ -150,7 +151,7 @@ static bool parse_time(const char *s, double now, double *out)
         *out = now;
         return true;
     }
-    if (strncmp(s, "now-", 4) == 0 && ms_controller_duration_parse(s + 4, &d)) {
+    if (strncmp(s, "now-", 4) == 0 && ms_duration_parse(s + 4, &d)) {
         *out = now - d;
         return true;
     }
@@ -223,114 +224,19 @@ typedef struct {
     cJSON *ticks; /* the scenario's ticks; owned by the scenario */
 } out_t;
 
-static void print_header(const ms_spec_t *spec)
-{
-    printf("%-20s %6s %8s %7s", "TIME", "ACTUAL", "REPLICAS", "DESIRED");
-    for (size_t i = 0; i < spec->nmetrics; i++)
-        printf("  %-18.18s", spec->metrics[i].name);
-    printf("  REASON\n");
-}
-
-static void print_row(const ms_spec_t *spec, const ms_replay_tick_t *tk)
-{
-    const ms_decision_t *d = tk->decision;
-    char when[40], actual[16];
-
-    ms_time_rfc3339(tk->time, false, when, sizeof when);
-    snprintf(actual, sizeof actual, "%d", (int)tk->actual);
-    printf("%-20s %6s %8d %7d", when, tk->actual >= 0 ? actual : "-", (int)d->current_replicas,
-           (int)d->desired_replicas);
-    for (size_t i = 0; i < spec->nmetrics; i++) {
-        char cell[32];
-        if (tk->obs->metrics[i].present)
-            snprintf(cell, sizeof cell, "%.4g/%.4g", tk->obs->metrics[i].value,
-                     spec->metrics[i].target);
-        else
-            snprintf(cell, sizeof cell, "%s", ms_prom_reason_name(tk->why->metrics[i].reason));
-        printf("  %-18.18s", cell);
-    }
-    printf("  %s\n", ms_reason_name(d->reason));
-}
-
-static void print_json(const ms_spec_t *spec, const ms_replay_tick_t *tk)
-{
-    cJSON *line = ms_decision_to_json(spec, tk->memory, tk->time, tk->decision);
-    char *text;
-
-    if (line == NULL)
-        return;
-    if (tk->actual >= 0)
-        cJSON_AddNumberToObject(line, "actualReplicas", tk->actual);
-    else
-        cJSON_AddNullToObject(line, "actualReplicas");
-    text = cJSON_PrintUnformatted(line);
-    if (text != NULL)
-        puts(text);
-    free(text);
-    cJSON_Delete(line);
-}
-
-static cJSON *sample(ms_sample_t s)
-{
-    return s.present ? cJSON_CreateNumber(s.value) : cJSON_CreateNull();
-}
-
-/* A decide tick of exactly what the engine was given. */
-static cJSON *scenario_tick(const ms_spec_t *spec, const ms_replay_tick_t *tk)
-{
-    const ms_observation_t *o = tk->obs;
-    cJSON *t = cJSON_CreateObject(), *metrics = cJSON_AddObjectToObject(t, "metrics");
-    cJSON *signals = cJSON_AddObjectToObject(t, "signals");
-
-    cJSON_AddNumberToObject(t, "time", tk->time);
-    cJSON_AddNumberToObject(t, "currentReplicas", o->current_replicas);
-    for (size_t i = 0; i < spec->nmetrics; i++) {
-        cJSON *v = sample(o->metrics[i]);
-        if (o->metrics[i].present && o->metric_pods[i].known) {
-            cJSON *partial = cJSON_CreateObject();
-            cJSON_AddItemToObject(partial, "value", v);
-            cJSON_AddNumberToObject(partial, "pods", o->metric_pods[i].count);
-            v = partial;
-        }
-        cJSON_AddItemToObject(metrics, spec->metrics[i].name, v);
-    }
-    if (spec->ndownstreams > 0) {
-        cJSON *ds = cJSON_AddObjectToObject(signals, "downstream");
-        for (size_t i = 0; i < spec->ndownstreams; i++) {
-            cJSON *one = cJSON_AddObjectToObject(ds, spec->downstreams[i].name);
-            cJSON_AddItemToObject(one, "usage", sample(o->downstreams[i].usage));
-            cJSON_AddItemToObject(one, "limit", sample(o->downstreams[i].limit));
-        }
-    }
-    if (spec->retry_storm.enabled)
-        cJSON_AddItemToObject(signals, "retryShare", sample(o->retry_share));
-    for (size_t i = 0; i < spec->nmetrics; i++) {
-        cJSON *sat, *one;
-        if (!spec->saturation[i].enabled)
-            continue;
-        sat = cJSON_GetObjectItemCaseSensitive(signals, "saturation");
-        if (sat == NULL)
-            sat = cJSON_AddObjectToObject(signals, "saturation");
-        one = cJSON_AddObjectToObject(sat, spec->metrics[i].name);
-        cJSON_AddItemToObject(one, "admitted", sample(o->saturation[i].admitted));
-        cJSON_AddItemToObject(one, "rejected", sample(o->saturation[i].rejected));
-    }
-    return t;
-}
-
 static int on_tick(void *ctx, const ms_replay_tick_t *tk)
 {
     out_t *out = ctx;
     const ms_spec_t *spec = &out->mas->spec;
 
     if (out->a->format == OUT_TABLE && out->seen == 0)
-        print_header(spec);
+        ms_replay_table_header(stdout, spec);
     if (out->a->format == OUT_TABLE)
-        print_row(spec, tk);
+        ms_replay_table_row(stdout, spec, tk);
     else if (out->a->format == OUT_JSON)
-        print_json(spec, tk);
+        ms_replay_json_line(stdout, spec, tk);
     else
-        cJSON_AddItemToArray(out->ticks, scenario_tick(spec, tk));
+        cJSON_AddItemToArray(out->ticks, ms_replay_scenario_tick(spec, tk));
     if (out->seen++ % out->stride == 0 && out->npoints < out->cap)
         ms_replay_point(spec, tk, &out->points[out->npoints++]);
     return ferror(stdout) ? 1 : 0;
@@ -344,58 +250,6 @@ static void progress(void *ctx, double upto, double from, double to)
     ms_time_rfc3339(upto, false, when, sizeof when);
     fprintf(stderr, "replay: read up to %s (%.0f%%)\n", when,
             to > from ? 100 * (upto - from) / (to - from) : 100.0);
-}
-
-static void print_summary(FILE *to, const ms_replay_summary_t *s)
-{
-    char first[40] = "never", actual_first[40] = "never";
-
-    if (!isnan(s->first_scale_up))
-        ms_time_rfc3339(s->first_scale_up, false, first, sizeof first);
-    if (!isnan(s->first_actual_scale_up))
-        ms_time_rfc3339(s->first_actual_scale_up, false, actual_first, sizeof actual_first);
-    fprintf(to, "\n%zu steps of %.0f s\n", s->steps, s->step);
-    fprintf(to, "replica-seconds: meshscaler %.0f", s->replica_seconds);
-    if (s->known_steps > 0)
-        fprintf(to, "; over the %zu steps the target's count is known: meshscaler %.0f, "
-                    "actual %.0f (%+.1f%%)",
-                s->known_steps, s->meshscaler_same_span, s->actual_replica_seconds,
-                s->actual_replica_seconds > 0
-                    ? 100 * (s->meshscaler_same_span - s->actual_replica_seconds) /
-                          s->actual_replica_seconds
-                    : 0.0);
-    fprintf(to, "\ntime above target: meshscaler %.0f s, actual %.0f s\n",
-            s->above_target_seconds, s->actual_above_target_seconds);
-    fprintf(to, "scale events: meshscaler %u, actual %u\n", s->scale_events, s->actual_changes);
-    fprintf(to, "first scale-up: meshscaler %s, actual %s\n", first, actual_first);
-    if (s->blind_steps > 0)
-        fprintf(to, "steps with every metric missing: %zu\n", s->blind_steps);
-}
-
-static cJSON *summary_json(const ms_replay_summary_t *s)
-{
-    cJSON *o = cJSON_CreateObject(), *sum = cJSON_AddObjectToObject(o, "summary");
-
-    cJSON_AddNumberToObject(sum, "steps", (double)s->steps);
-    cJSON_AddNumberToObject(sum, "stepSeconds", s->step);
-    cJSON_AddNumberToObject(sum, "replicaSeconds", s->replica_seconds);
-    cJSON_AddNumberToObject(sum, "knownSteps", (double)s->known_steps);
-    cJSON_AddNumberToObject(sum, "actualReplicaSeconds", s->actual_replica_seconds);
-    cJSON_AddNumberToObject(sum, "replicaSecondsWhenKnown", s->meshscaler_same_span);
-    cJSON_AddNumberToObject(sum, "aboveTargetSeconds", s->above_target_seconds);
-    cJSON_AddNumberToObject(sum, "actualAboveTargetSeconds", s->actual_above_target_seconds);
-    cJSON_AddNumberToObject(sum, "scaleEvents", s->scale_events);
-    cJSON_AddNumberToObject(sum, "actualChanges", s->actual_changes);
-    if (isnan(s->first_scale_up))
-        cJSON_AddNullToObject(sum, "firstScaleUp");
-    else
-        cJSON_AddNumberToObject(sum, "firstScaleUp", s->first_scale_up);
-    if (isnan(s->first_actual_scale_up))
-        cJSON_AddNullToObject(sum, "firstActualScaleUp");
-    else
-        cJSON_AddNumberToObject(sum, "firstActualScaleUp", s->first_actual_scale_up);
-    cJSON_AddNumberToObject(sum, "blindSteps", (double)s->blind_steps);
-    return o;
 }
 
 static ms_err_t write_svg(const replay_args_t *a, const mas_t *m, const out_t *out,
@@ -448,7 +302,7 @@ static ms_err_t run(const replay_args_t *a, mas_t *m, char *errbuf, size_t errle
     if (!parse_time(a->from, now, &ro.from) || !parse_time(a->to, now, &ro.to))
         return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                        "--from/--to: want RFC 3339, unix seconds, now or now-DURATION");
-    if (a->step != NULL && !ms_controller_duration_parse(a->step, &ro.step))
+    if (a->step != NULL && !ms_duration_parse(a->step, &ro.step))
         return ms_errf(errbuf, errlen, MS_ERR_INVALID, "--step \"%s\" is not a duration", a->step);
     if ((client = ms_prom_client_new(&po, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
@@ -471,7 +325,7 @@ static ms_err_t run(const replay_args_t *a, mas_t *m, char *errbuf, size_t errle
         free(text);
     }
     if (err == MS_OK && a->format == OUT_JSON) {
-        cJSON *s = summary_json(&sum);
+        cJSON *s = ms_replay_summary_json(&sum);
         char *text = cJSON_PrintUnformatted(s);
         if (text != NULL)
             puts(text);
@@ -479,7 +333,7 @@ static ms_err_t run(const replay_args_t *a, mas_t *m, char *errbuf, size_t errle
         cJSON_Delete(s);
     }
     if (err == MS_OK)
-        print_summary(a->format == OUT_TABLE ? stdout : stderr, &sum);
+        ms_replay_summary_print(a->format == OUT_TABLE ? stdout : stderr, &sum);
     if (err == MS_OK && a->svg != NULL && out.npoints > 0)
         err = write_svg(a, m, &out, errbuf, errlen);
     cJSON_Delete(scenario);

@@ -137,8 +137,4 @@ const char *ms_controller_options_help(void);
  * parse uses it with MS_CONTROLLER_NAMESPACE_FILE. */
 bool ms_controller_options_namespace_file(const char *path, char *buf, size_t cap);
 
-/* Parse a Go duration ("300ms", "1.5h", "2h45m", "0") into seconds. false
- * (and *seconds untouched) for anything else, negative ones included. */
-bool ms_controller_duration_parse(const char *text, double *seconds);
-
 #endif

@@ -255,6 +255,13 @@ typedef struct {
  * Returns MS_ERR_INVALID, changing nothing, when two members share a key. */
 ms_err_t ms_engine_share_budgets(ms_round_member_t *members, size_t n);
 
+/* Step 3's ratio of metric m's reading `value` to its target at `current`
+ * replicas, before any tolerance (HPA's usage ratio): value / target, or
+ * value / (target x current) for an AverageValue total. The one home of the
+ * rule, for callers that weigh readings as the engine does (replay's
+ * above-target time). Pure. */
+double ms_engine_ratio(const ms_metric_spec_t *m, double value, int32_t current);
+
 /* Explain a decision in one line of readable sentences into buf (always
  * NUL-terminated when len > 0). Returns the length it needed, like snprintf. */
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d,

@@ -75,6 +75,20 @@ ms_err_t ms_json_array(const cJSON *item, const ms_jpath_t *p, char *errbuf, siz
  * MS_ERR_NOMEM; p is restored on return. */
 ms_err_t ms_json_unique_keys(const cJSON *item, ms_jpath_t *p, char *errbuf, size_t errlen);
 
+/* ---- plain lookups in trusted documents ----
+ * For objects the API server or Prometheus sent, where a missing or odd
+ * member is an answer, not a user's mistake: no path, no message. User
+ * input goes through the readers above. Results are borrowed from obj. */
+
+/* obj.key, case-sensitive; NULL when obj is NULL, not an object or lacks key. */
+const cJSON *ms_json_child(const cJSON *obj, const char *key);
+/* obj.a.b (obj.a when b is NULL); NULL when a step is missing. */
+const cJSON *ms_json_member(const cJSON *obj, const char *a, const char *b);
+/* The string at obj.a.b (obj.a when b is NULL); fallback when that is
+ * missing or not a string. */
+const char *ms_json_string_member(const cJSON *obj, const char *a, const char *b,
+                                  const char *fallback);
+
 /* Line and column (1-based) of position `at` in text, for syntax errors. */
 void ms_json_position(const char *text, const char *at, size_t *line, size_t *column);
 

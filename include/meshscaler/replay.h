@@ -27,6 +27,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "meshscaler/buf.h"
 #include "meshscaler/engine.h"
@@ -101,6 +104,24 @@ typedef struct {
 ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
                        ms_replay_tick_fn fn, void *ctx, ms_replay_summary_t *summary,
                        char *errbuf, size_t errlen);
+
+/* ---- output (output.c): `meshscaler replay -o table|json|scenario` ----
+ * Each writes to `to` or returns a new cJSON tree the caller owns (NULL
+ * when out of memory); all borrow their arguments for the call. */
+
+/* The table's header line: time, replicas, one column per metric, reason. */
+void ms_replay_table_header(FILE *to, const ms_spec_t *spec);
+/* One table line for tick: each metric as value/target, or why it is missing. */
+void ms_replay_table_row(FILE *to, const ms_spec_t *spec, const ms_replay_tick_t *tick);
+/* decide's JSON line for tick (decision_json.h) with actualReplicas. */
+void ms_replay_json_line(FILE *to, const ms_spec_t *spec, const ms_replay_tick_t *tick);
+/* A decide scenario tick of exactly what the engine was given, so that
+ * `meshscaler decide` on the scenario reproduces the replay's decisions. */
+cJSON *ms_replay_scenario_tick(const ms_spec_t *spec, const ms_replay_tick_t *tick);
+/* The summary in words (a blank line first). */
+void ms_replay_summary_print(FILE *to, const ms_replay_summary_t *s);
+/* The summary as {"summary": {...}}, the json output's last line. */
+cJSON *ms_replay_summary_json(const ms_replay_summary_t *s);
 
 /* ---- the chart ---- */
 

@@ -57,6 +57,12 @@ size_t ms_strmap_size(const ms_strmap_t *m);
  * (except ms_strmap_put of a key already present). */
 bool ms_strmap_next(const ms_strmap_t *m, size_t *pos, const char **key, void **val);
 
+/* 64-bit FNV-1a, the project's one hash: start from MS_FNV1A_BASIS and
+ * extend h by the n bytes at p (the map's keys; the decision fingerprint of
+ * controller/report.c over several fields in turn). Pure. */
+#define MS_FNV1A_BASIS 1469598103934665603ull
+uint64_t ms_fnv1a(uint64_t h, const void *p, size_t n);
+
 /* The map's hash of key's first len bytes (64-bit FNV-1a); a key's first
  * probe is the slot its low bits name. Tests use it to place a key in a
  * given slot. */

@@ -3,8 +3,9 @@
  *
  * When memory for a few hundred bytes is gone, the process cannot do useful
  * work; these log one line and abort instead of threading NULL through every
- * caller (CONVENTIONS.md). Anything sized by outside input uses a capped
- * ms_buf_t or a checked malloc instead. The caller owns every result.
+ * caller. Anything sized by outside input uses a capped ms_buf_t or a
+ * checked malloc instead (docs/CONVENTIONS.md, "Memory: two tiers"). The
+ * caller owns every result.
  *
  * Every out-of-memory abort of the project goes through ms_oom(), also for
  * allocators that are not ours (cJSON's, OpenSSL's, strdup in a struct

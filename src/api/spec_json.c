@@ -31,16 +31,11 @@ ms_err_t ms_json_quantity(const cJSON *item, const ms_jpath_t *p, double *out, c
     return MS_OK;
 }
 
-static const cJSON *child(const cJSON *obj, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
-
 /* Read obj.key with reader call `expr`, maintaining the path. Optional keys
  * that are absent or null are skipped. */
 #define READ_KEY(obj, key, required, expr)                                      \
     do {                                                                        \
-        const cJSON *item = child((obj), (key));                                \
+        const cJSON *item = ms_json_child((obj), (key));                                \
         size_t saved_ = ms_jpath_push_key(p, (key));                            \
         if (ms_json_is_absent(item)) {                                          \
             if (required) {                                                     \
@@ -146,7 +141,7 @@ static ms_err_t read_target(const cJSON *t, ms_jpath_t *p, ms_metric_spec_t *m, 
     READ_KEY(t, "type", true, ms_json_enum(item, p, types, 3, &type, errbuf, errlen));
     m->target_type = (ms_target_type_t)(type + 1);
     for (int i = 0; i < 3; i++) {
-        if (i == type || ms_json_is_absent(child(t, fields[i])))
+        if (i == type || ms_json_is_absent(ms_json_child(t, fields[i])))
             continue;
         ms_jpath_push_key(p, fields[i]);
         return ms_jpath_errf(p, errbuf, errlen, "not allowed with target type %s", types[type]);
@@ -175,13 +170,13 @@ static ms_err_t read_source(const cJSON *m_json, ms_jpath_t *p, ms_metric_spec_t
 
     /* A block for another type is a mistake the user should hear about. */
     for (int i = 0; i < 3; i++) {
-        if (i == (int)m->source - 1 || ms_json_is_absent(child(m_json, blocks[i])))
+        if (i == (int)m->source - 1 || ms_json_is_absent(ms_json_child(m_json, blocks[i])))
             continue;
         ms_jpath_push_key(p, blocks[i]);
         return ms_jpath_errf(p, errbuf, errlen, "not allowed with type %s",
                              ms_source_type_name(m->source));
     }
-    block = child(m_json, blocks[m->source - 1]);
+    block = ms_json_child(m_json, blocks[m->source - 1]);
     if (ms_json_is_absent(block))
         return MS_OK; /* ms_spec_validate decides whether that is allowed */
     {
@@ -193,7 +188,7 @@ static ms_err_t read_source(const cJSON *m_json, ms_jpath_t *p, ms_metric_spec_t
             READ_KEY(block, "proxy", true, ms_json_enum(item, p, proxies, 3, &proxy, errbuf, errlen));
             m->proxy = (ms_proxy_t)(proxy + 1);
             READ_KEY(block, "limit", false, positive(item, p, &m->limit, errbuf, errlen));
-            m->has_limit = !ms_json_is_absent(child(block, "limit"));
+            m->has_limit = !ms_json_is_absent(ms_json_child(block, "limit"));
             break;
         case MS_SOURCE_SIDECAR_CPU:
             READ_KEY(block, "container", true,
@@ -325,7 +320,7 @@ static ms_err_t read_downstream(const cJSON *j, ms_jpath_t *p, ms_downstream_spe
     READ_KEY(j, "usageQuery", false, ms_json_strdup(item, p, QUERY_MAX, &d->usage_query, errbuf, errlen));
     READ_KEY(j, "limitQuery", false, ms_json_strdup(item, p, QUERY_MAX, &d->limit_query, errbuf, errlen));
     READ_KEY(j, "limit", false, positive(item, p, &d->limit, errbuf, errlen));
-    d->has_limit = !ms_json_is_absent(child(j, "limit"));
+    d->has_limit = !ms_json_is_absent(ms_json_child(j, "limit"));
     READ_KEY(j, "perReplica", true, positive(item, p, &d->per_replica, errbuf, errlen));
     READ_KEY(j, "maxUtilization", false,
              fraction(item, p, 0, true, 1, false, &d->max_utilization, errbuf, errlen));
@@ -386,7 +381,7 @@ static ms_err_t read_guardrails(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, cha
 
     if (err != MS_OK)
         return err;
-    arr = child(j, "downstream");
+    arr = ms_json_child(j, "downstream");
     if (!ms_json_is_absent(arr)) {
         saved = ms_jpath_push_key(p, "downstream");
         if ((err = ms_json_array(arr, p, errbuf, errlen)) != MS_OK)
@@ -407,7 +402,7 @@ static ms_err_t read_guardrails(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, cha
         ms_jpath_pop(p, saved);
     }
     READ_KEY(j, "retryStorm", false, read_retry_storm(item, p, &s->retry_storm, errbuf, errlen));
-    arr = child(j, "saturation");
+    arr = ms_json_child(j, "saturation");
     if (!ms_json_is_absent(arr)) {
         saved = ms_jpath_push_key(p, "saturation");
         if ((err = ms_json_array(arr, p, errbuf, errlen)) != MS_OK)

@@ -347,11 +347,7 @@ static void report_full(ms_controller_t *c, ms__item_t *it);
 
 static uint64_t mix(uint64_t h, const void *p, size_t n)
 {
-    const unsigned char *b = p;
-
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull; /* FNV-1a */
-    return h;
+    return ms_fnv1a(h, p, n);
 }
 
 static uint64_t mix_double(uint64_t h, bool present, double v)
@@ -367,7 +363,7 @@ static uint64_t mix_double(uint64_t h, bool present, double v)
 static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
 {
     const ms_decision_t *d = &it->d;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = MS_FNV1A_BASIS;
     const ms_compare_t *hc = &it->state->hpa_compare;
     /* Of the comparison, what changes when something happens: the counts of
      * syncs ride along with the next write (else every sync would write). */

@@ -80,16 +80,11 @@ bool ms_convert_is_dns_label(const char *s)
     return true;
 }
 
-static const cJSON *child(const cJSON *obj, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
-
 /* The string at obj.key (path p.key), required or optional (NULL). */
 static ms_err_t read_str(const cJSON *obj, const char *key, bool required, ms_jpath_t *p,
                          const char **out, char *errbuf, size_t errlen)
 {
-    const cJSON *v = child(obj, key);
+    const cJSON *v = ms_json_child(obj, key);
     size_t mark = ms_jpath_push_key(p, key);
     ms_err_t err = MS_OK;
 
@@ -109,7 +104,7 @@ static ms_err_t read_str(const cJSON *obj, const char *key, bool required, ms_jp
 static ms_err_t read_int(const cJSON *obj, const char *key, int32_t min, int32_t max,
                          ms_jpath_t *p, int32_t *out, bool *given, char *errbuf, size_t errlen)
 {
-    const cJSON *v = child(obj, key);
+    const cJSON *v = ms_json_child(obj, key);
     size_t mark = ms_jpath_push_key(p, key);
     ms_err_t err = MS_OK;
 
@@ -142,7 +137,7 @@ static ms_err_t read_target_v2(const cJSON *src, ms_jpath_t *p, hpa_metric_t *m,
                                size_t errlen)
 {
     static const char *const fields[] = {"averageUtilization", "averageValue", "value"};
-    const cJSON *t = child(src, "target");
+    const cJSON *t = ms_json_child(src, "target");
     size_t mark = ms_jpath_push_key(p, "target");
     size_t inner;
     ms_err_t err = ms_json_object(t, p, errbuf, errlen);
@@ -150,12 +145,13 @@ static ms_err_t read_target_v2(const cJSON *src, ms_jpath_t *p, hpa_metric_t *m,
     if (err != MS_OK)
         goto out;
     inner = ms_jpath_push_key(p, "type");
-    err = ms_json_enum(child(t, "type"), p, target_types, 3, &m->target_type, errbuf, errlen);
+    err = ms_json_enum(ms_json_child(t, "type"), p, target_types, 3, &m->target_type, errbuf,
+                       errlen);
     ms_jpath_pop(p, inner);
     if (err != MS_OK)
         goto out;
     inner = ms_jpath_push_key(p, fields[m->target_type]);
-    m->target = child(t, fields[m->target_type]);
+    m->target = ms_json_child(t, fields[m->target_type]);
     if (ms_json_is_absent(m->target))
         err = ms_jpath_errf(p, errbuf, errlen, "required by type %s",
                             target_types[m->target_type]);
@@ -177,7 +173,7 @@ static ms_err_t read_target_v2beta1(const cJSON *src, const v1_target_t *choices
                                     ms_jpath_t *p, hpa_metric_t *m, char *errbuf, size_t errlen)
 {
     for (size_t i = 0; i < n; i++) {
-        const cJSON *v = child(src, choices[i].field);
+        const cJSON *v = ms_json_child(src, choices[i].field);
         size_t mark;
         ms_err_t err;
 
@@ -221,20 +217,20 @@ static ms_err_t read_source(const cJSON *src, hpa_version_t v, ms_jpath_t *p, hp
     }
     if (v != V2BETA1) {
         /* v2: resources name themselves; other metrics have a metric block. */
-        const cJSON *id = resource ? src : child(src, "metric");
+        const cJSON *id = resource ? src : ms_json_child(src, "metric");
         size_t mark = resource ? p->len : ms_jpath_push_key(p, "metric");
 
         err = resource ? MS_OK : ms_json_object(id, p, errbuf, errlen);
         if (err == MS_OK)
             err = read_str(id, "name", true, p, &m->name, errbuf, errlen);
-        m->selector = resource ? NULL : child(id, "selector");
+        m->selector = resource ? NULL : ms_json_child(id, "selector");
         ms_jpath_pop(p, mark);
         return err != MS_OK ? err : read_target_v2(src, p, m, errbuf, errlen);
     }
     err = read_str(src, resource ? "name" : "metricName", true, p, &m->name, errbuf, errlen);
     if (err != MS_OK)
         return err;
-    m->selector = child(src, m->type == M_EXTERNAL ? "metricSelector" : "selector");
+    m->selector = ms_json_child(src, m->type == M_EXTERNAL ? "metricSelector" : "selector");
     switch (m->type) {
     case M_PODS:
         return read_target_v2beta1(src, pods_t, 1, p, m, errbuf, errlen);
@@ -259,14 +255,14 @@ static ms_err_t read_metric(const cJSON *item, hpa_version_t v, ms_jpath_t *p, h
     if (err != MS_OK)
         return err;
     mark = ms_jpath_push_key(p, "type");
-    err = ms_json_enum(child(item, "type"), p, metric_types, 5, &m->type, errbuf, errlen);
+    err = ms_json_enum(ms_json_child(item, "type"), p, metric_types, 5, &m->type, errbuf, errlen);
     ms_jpath_pop(p, mark);
     if (err != MS_OK)
         return err;
     mark = ms_jpath_push_key(p, blocks[m->type]);
-    err = ms_json_object(child(item, blocks[m->type]), p, errbuf, errlen);
+    err = ms_json_object(ms_json_child(item, blocks[m->type]), p, errbuf, errlen);
     if (err == MS_OK)
-        err = read_source(child(item, blocks[m->type]), v, p, m, errbuf, errlen);
+        err = read_source(ms_json_child(item, blocks[m->type]), v, p, m, errbuf, errlen);
     ms_jpath_pop(p, mark);
     return err;
 }
@@ -278,7 +274,7 @@ static ms_err_t read_metrics(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *e
     /* The HPA's default target, as if written; read only. */
     static cJSON default_cpu = {.type = cJSON_Number, .valueint = MS_CONVERT_HPA_DEFAULT_CPU,
                                 .valuedouble = MS_CONVERT_HPA_DEFAULT_CPU};
-    const cJSON *list = child(spec, "metrics");
+    const cJSON *list = ms_json_child(spec, "metrics");
     size_t mark;
     ms_err_t err = MS_OK;
 
@@ -291,7 +287,7 @@ static ms_err_t read_metrics(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *e
         if (err != MS_OK)
             return err;
         h->metrics[0] = (hpa_metric_t){M_RESOURCE, "cpu", NULL, T_UTILIZATION,
-                                       given ? child(spec, "targetCPUUtilizationPercentage")
+                                       given ? ms_json_child(spec, "targetCPUUtilizationPercentage")
                                              : &default_cpu,
                                        NULL};
         h->nmetrics = 1;
@@ -360,7 +356,7 @@ static ms_err_t ref_error(ms_jpath_t *p, const char *key, const char *value, con
 /* The target, held to what a MeshAutoscaler's scaleTargetRef takes. */
 static ms_err_t read_ref(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errbuf, size_t errlen)
 {
-    const cJSON *ref = child(spec, "scaleTargetRef");
+    const cJSON *ref = ms_json_child(spec, "scaleTargetRef");
     size_t mark = ms_jpath_push_key(p, "scaleTargetRef");
     ms_err_t err = ms_json_object(ref, p, errbuf, errlen);
 
@@ -409,9 +405,10 @@ static ms_err_t read_spec(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errb
         err = read_metrics(spec, h, p, errbuf, errlen);
     /* The HPA's behavior is the MeshAutoscaler's (which adds only tolerance,
      * as recent HPAs do): the spec reader checks it by the same rules. */
-    if (err == MS_OK && h->version >= V2BETA2 && !ms_json_is_absent(child(spec, "behavior"))) {
+    if (err == MS_OK && h->version >= V2BETA2 &&
+        !ms_json_is_absent(ms_json_child(spec, "behavior"))) {
         size_t mark = ms_jpath_push_key(p, "behavior");
-        h->behavior = child(spec, "behavior");
+        h->behavior = ms_json_child(spec, "behavior");
         ms_scaling_rules_default(&h->up, true);
         ms_scaling_rules_default(&h->down, false);
         err = ms_behavior_from_json(h->behavior, p, &h->up, &h->down, errbuf, errlen);
@@ -433,7 +430,7 @@ static ms_err_t name_error(ms_jpath_t *p, const char *key, const char *value, ch
 static ms_err_t read_hpa(const cJSON *doc, hpa_t *h, ms_jpath_t *p, char *errbuf, size_t errlen)
 {
     const char *kind = NULL;
-    const cJSON *meta = child(doc, "metadata");
+    const cJSON *meta = ms_json_child(doc, "metadata");
     size_t mark;
     int v;
     ms_err_t err = ms_json_object(doc, p, errbuf, errlen);
@@ -448,7 +445,7 @@ static ms_err_t read_hpa(const cJSON *doc, hpa_t *h, ms_jpath_t *p, char *errbuf
     if (err != MS_OK)
         return err;
     mark = ms_jpath_push_key(p, "apiVersion");
-    err = ms_json_enum(child(doc, "apiVersion"), p, versions, 4, &v, errbuf, errlen);
+    err = ms_json_enum(ms_json_child(doc, "apiVersion"), p, versions, 4, &v, errbuf, errlen);
     ms_jpath_pop(p, mark);
     if (err != MS_OK)
         return err;
@@ -467,7 +464,7 @@ static ms_err_t read_hpa(const cJSON *doc, hpa_t *h, ms_jpath_t *p, char *errbuf
     if (err != MS_OK)
         return err;
     mark = ms_jpath_push_key(p, "spec");
-    err = read_spec(child(doc, "spec"), h, p, errbuf, errlen);
+    err = read_spec(ms_json_child(doc, "spec"), h, p, errbuf, errlen);
     ms_jpath_pop(p, mark);
     return err;
 }
@@ -833,13 +830,13 @@ static void w_rules(writer_t *w, const char *dir, const cJSON *given, const ms_s
     if (given == NULL)
         return;
     w_put(w, "    %s:\n", dir);
-    if (!ms_json_is_absent(child(given, "stabilizationWindowSeconds")))
+    if (!ms_json_is_absent(ms_json_child(given, "stabilizationWindowSeconds")))
         w_put(w, "      stabilizationWindowSeconds: %d\n", (int)r->window_seconds);
-    if (!ms_json_is_absent(child(given, "selectPolicy")))
+    if (!ms_json_is_absent(ms_json_child(given, "selectPolicy")))
         w_put(w, "      selectPolicy: %s\n", selects[r->select]);
-    if (!ms_json_is_absent(child(given, "tolerance")))
+    if (!ms_json_is_absent(ms_json_child(given, "tolerance")))
         w_put(w, "      tolerance: \"%.15g\"\n", r->tolerance);
-    if (ms_json_is_absent(child(given, "policies")))
+    if (ms_json_is_absent(ms_json_child(given, "policies")))
         return;
     w_put(w, "      policies:\n");
     for (size_t i = 0; i < r->npolicies; i++)
@@ -856,8 +853,8 @@ static void w_behavior(writer_t *w, const hpa_t *h)
         return;
     }
     w_put(w, "  # The HPA's behavior, unchanged.\n  behavior:\n");
-    w_rules(w, "scaleUp", child(h->behavior, "scaleUp"), &h->up);
-    w_rules(w, "scaleDown", child(h->behavior, "scaleDown"), &h->down);
+    w_rules(w, "scaleUp", ms_json_child(h->behavior, "scaleUp"), &h->up);
+    w_rules(w, "scaleDown", ms_json_child(h->behavior, "scaleDown"), &h->down);
 }
 
 static void w_header(writer_t *w, const hpa_t *h, const ms_convert_options_t *o)
@@ -1001,8 +998,8 @@ out:
 static ms_err_t convert_doc(const cJSON *doc, ms_jpath_t *p, const ms_convert_options_t *o,
                             ms_buf_t *out, ms_buf_t *report, char *errbuf, size_t errlen)
 {
-    const cJSON *kind = child(doc, "kind");
-    const cJSON *items = child(doc, "items");
+    const cJSON *kind = ms_json_child(doc, "kind");
+    const cJSON *items = ms_json_child(doc, "items");
     ms_err_t err = MS_OK;
 
     if (!(cJSON_IsString(kind) && strcmp(kind->valuestring, "List") == 0)) {

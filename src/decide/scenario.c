@@ -14,11 +14,6 @@
 #include "meshscaler/xalloc.h"
 #include "scenario.h"
 
-static const cJSON *child(const cJSON *obj, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
-
 /* A number or null (null/absent leaves *s missing). */
 static ms_err_t read_sample(const cJSON *item, ms_jpath_t *p, double min, ms_sample_t *s,
                             char *errbuf, size_t errlen)
@@ -45,7 +40,7 @@ static ms_err_t read_sample(const cJSON *item, ms_jpath_t *p, double min, ms_sam
 static ms_err_t read_metric_value(const cJSON *item, ms_jpath_t *p, ms_sample_t *s, ms_pods_t *pods,
                                   char *errbuf, size_t errlen)
 {
-    const cJSON *value = child(item, "value");
+    const cJSON *value = ms_json_child(item, "value");
     ms_err_t err;
     size_t saved;
 
@@ -59,9 +54,9 @@ static ms_err_t read_metric_value(const cJSON *item, ms_jpath_t *p, ms_sample_t 
         return err;
     ms_jpath_pop(p, saved);
     ms_jpath_push_key(p, "pods");
-    if (child(item, "pods") == NULL)
+    if (ms_json_child(item, "pods") == NULL)
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_int32(child(item, "pods"), p, 0, INT32_MAX, &pods->count, errbuf, errlen)) !=
+    if ((err = ms_json_int32(ms_json_child(item, "pods"), p, 0, INT32_MAX, &pods->count, errbuf, errlen)) !=
         MS_OK)
         return err;
     pods->known = true;
@@ -104,11 +99,11 @@ static ms_err_t read_pair(const cJSON *obj, ms_jpath_t *p, const char *a, ms_sam
     if ((err = ms_json_object(obj, p, errbuf, errlen)) != MS_OK)
         return err;
     saved = ms_jpath_push_key(p, a);
-    if ((err = read_sample(child(obj, a), p, 0, sa, errbuf, errlen)) != MS_OK)
+    if ((err = read_sample(ms_json_child(obj, a), p, 0, sa, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     ms_jpath_push_key(p, b);
-    if ((err = read_sample(child(obj, b), p, 0, sb, errbuf, errlen)) != MS_OK)
+    if ((err = read_sample(ms_json_child(obj, b), p, 0, sb, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     return MS_OK;
@@ -174,19 +169,19 @@ static ms_err_t read_signals(const ms_spec_t *spec, const cJSON *s, ms_jpath_t *
 
     if (err != MS_OK)
         return err;
-    if (!ms_json_is_absent(item = child(s, "downstream"))) {
+    if (!ms_json_is_absent(item = ms_json_child(s, "downstream"))) {
         saved = ms_jpath_push_key(p, "downstream");
         if ((err = read_downstream_signals(spec, item, p, t, errbuf, errlen)) != MS_OK)
             return err;
         ms_jpath_pop(p, saved);
     }
     saved = ms_jpath_push_key(p, "retryShare");
-    if ((err = read_sample(child(s, "retryShare"), p, 0, &t->obs.retry_share, errbuf, errlen)) != MS_OK)
+    if ((err = read_sample(ms_json_child(s, "retryShare"), p, 0, &t->obs.retry_share, errbuf, errlen)) != MS_OK)
         return err;
     if (t->obs.retry_share.present && t->obs.retry_share.value > 1)
         return ms_jpath_errf(p, errbuf, errlen, "must be at most 1 (a share of attempts)");
     ms_jpath_pop(p, saved);
-    if (!ms_json_is_absent(item = child(s, "saturation"))) {
+    if (!ms_json_is_absent(item = ms_json_child(s, "saturation"))) {
         saved = ms_jpath_push_key(p, "saturation");
         if ((err = read_saturation_signals(spec, item, p, t, errbuf, errlen)) != MS_OK)
             return err;
@@ -200,7 +195,7 @@ static ms_err_t read_signals(const ms_spec_t *spec, const cJSON *s, ms_jpath_t *
 static ms_err_t read_count(const cJSON *tick, ms_jpath_t *p, const char *key, bool *has,
                            int32_t *count, char *errbuf, size_t errlen)
 {
-    const cJSON *field = child(tick, key);
+    const cJSON *field = ms_json_child(tick, key);
     size_t saved = ms_jpath_push_key(p, key);
     ms_err_t err;
 
@@ -224,7 +219,7 @@ static ms_err_t read_tick_body(const ms_spec_t *spec, const cJSON *item, ms_jpat
     size_t saved;
 
     saved = ms_jpath_push_key(p, "currentReplicas");
-    if (!ms_json_is_absent(field = child(item, "currentReplicas"))) {
+    if (!ms_json_is_absent(field = ms_json_child(item, "currentReplicas"))) {
         if ((err = ms_json_int32(field, p, 0, INT32_MAX, &t->current, errbuf, errlen)) != MS_OK)
             return err;
         t->has_current = true;
@@ -240,13 +235,13 @@ static ms_err_t read_tick_body(const ms_spec_t *spec, const cJSON *item, ms_jpat
                           errlen)) != MS_OK)
         return err;
 
-    if (!ms_json_is_absent(field = child(item, "metrics"))) {
+    if (!ms_json_is_absent(field = ms_json_child(item, "metrics"))) {
         saved = ms_jpath_push_key(p, "metrics");
         if ((err = read_tick_metrics(spec, field, p, t, errbuf, errlen)) != MS_OK)
             return err;
         ms_jpath_pop(p, saved);
     }
-    if (!ms_json_is_absent(field = child(item, "signals"))) {
+    if (!ms_json_is_absent(field = ms_json_child(item, "signals"))) {
         saved = ms_jpath_push_key(p, "signals");
         if ((err = read_signals(spec, field, p, t, errbuf, errlen)) != MS_OK)
             return err;
@@ -269,7 +264,7 @@ static ms_err_t read_tick_time(const cJSON *item, ms_jpath_t *p, size_t index, d
     if ((err = ms_json_object(item, p, errbuf, errlen)) != MS_OK)
         return err;
     saved = ms_jpath_push_key(p, "time");
-    if (ms_json_is_absent(field = child(item, "time")))
+    if (ms_json_is_absent(field = ms_json_child(item, "time")))
         return ms_jpath_errf(p, errbuf, errlen, "required");
     if ((err = ms_json_number(field, p, time, errbuf, errlen)) != MS_OK)
         return err;
@@ -314,7 +309,7 @@ ms_err_t ms__round_read(const ms__scenario_t *sc, const cJSON *item, size_t inde
     if ((err = read_tick_time(item, p, index, prev_time, time, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_push_key(p, "objects");
-    objects = child(item, "objects");
+    objects = ms_json_child(item, "objects");
     if (ms_json_is_absent(objects))
         return ms_jpath_errf(p, errbuf, errlen, "required");
     if ((err = ms_json_object(objects, p, errbuf, errlen)) != MS_OK)
@@ -358,15 +353,15 @@ static ms_err_t read_entry(const cJSON *e, ms_jpath_t *p, const char *key, int32
     if (err != MS_OK)
         return err;
     saved = ms_jpath_push_key(p, "time");
-    if (ms_json_is_absent(child(e, "time")))
+    if (ms_json_is_absent(ms_json_child(e, "time")))
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_number(child(e, "time"), p, time, errbuf, errlen)) != MS_OK)
+    if ((err = ms_json_number(ms_json_child(e, "time"), p, time, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     ms_jpath_push_key(p, key);
-    if (ms_json_is_absent(child(e, key)))
+    if (ms_json_is_absent(ms_json_child(e, key)))
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_int32(child(e, key), p, min, INT32_MAX, value, errbuf, errlen)) != MS_OK)
+    if ((err = ms_json_int32(ms_json_child(e, key), p, min, INT32_MAX, value, errbuf, errlen)) != MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     return MS_OK;
@@ -377,7 +372,7 @@ static ms_err_t read_state_list(const ms_spec_t *spec, ms_engine_memory_t *memor
                                 const char *list, const char *key, int32_t min, char *errbuf,
                                 size_t errlen)
 {
-    const cJSON *arr = child(state, list), *e;
+    const cJSON *arr = ms_json_child(state, list), *e;
     size_t saved, n = 0;
     ms_err_t err;
 
@@ -423,9 +418,9 @@ static ms_err_t read_state(const ms_spec_t *spec, ms_engine_memory_t *memory, do
     if ((err = read_state_list(spec, memory, first_time, state, p, "scaleEvents", "change",
                                INT32_MIN, errbuf, errlen)) != MS_OK)
         return err;
-    if (!ms_json_is_absent(child(state, "failures"))) {
+    if (!ms_json_is_absent(ms_json_child(state, "failures"))) {
         ms_jpath_push_key(p, "failures");
-        if ((err = ms_json_int32(child(state, "failures"), p, 0, INT32_MAX, &failures, errbuf, errlen)) != MS_OK)
+        if ((err = ms_json_int32(ms_json_child(state, "failures"), p, 0, INT32_MAX, &failures, errbuf, errlen)) != MS_OK)
             return err;
         memory->failures = (uint32_t)failures;
     }
@@ -493,7 +488,7 @@ static ms_err_t read_object(const cJSON *item, size_t index, ms__object_t *o, ch
     if ((err = ms_json_object(item, p, errbuf, errlen)) != MS_OK)
         return err;
     saved = ms_jpath_push_key(p, "key");
-    field = child(item, "key");
+    field = ms_json_child(item, "key");
     if (ms_json_is_absent(field))
         return ms_jpath_errf(p, errbuf, errlen, "required");
     if (!cJSON_IsString(field))
@@ -504,7 +499,7 @@ static ms_err_t read_object(const cJSON *item, size_t index, ms__object_t *o, ch
     o->key = field->valuestring;
     ms_jpath_pop(p, saved);
     ms_jpath_push_key(p, "spec");
-    field = child(item, "spec");
+    field = ms_json_child(item, "spec");
     if (ms_json_is_absent(field))
         return ms_jpath_errf(p, errbuf, errlen, "required");
     return ms_spec_from_json(field, p, true, &o->spec, errbuf, errlen);
@@ -550,14 +545,14 @@ static ms_err_t read_object_states(ms__scenario_t *sc, char *errbuf, size_t errl
 
     for (size_t i = 0; i < sc->nobjects; i++) {
         ms__object_t *o = &sc->objects[i];
-        const cJSON *state = child(o->item, "state");
+        const cJSON *state = ms_json_child(o->item, "state");
         ms_jpath_t path;
         int index = 0;
         const cJSON *it;
 
         if (ms_json_is_absent(state))
             continue;
-        cJSON_ArrayForEach(it, child(sc->root, "objects")) {
+        cJSON_ArrayForEach(it, ms_json_child(sc->root, "objects")) {
             if (it == o->item)
                 break;
             index++;
@@ -579,7 +574,7 @@ static ms_err_t read_ticks_array(ms__scenario_t *sc, char *errbuf, size_t errlen
     ms_err_t err;
 
     ms_jpath_init(&path, "ticks");
-    sc->ticks = child(sc->root, "ticks");
+    sc->ticks = ms_json_child(sc->root, "ticks");
     if (ms_json_is_absent(sc->ticks))
         return ms_jpath_errf(&path, errbuf, errlen, "required");
     if ((err = ms_json_array(sc->ticks, &path, errbuf, errlen)) != MS_OK)
@@ -592,7 +587,7 @@ static ms_err_t read_ticks_array(ms__scenario_t *sc, char *errbuf, size_t errlen
 
 static ms_err_t parse_single(ms__scenario_t *sc, char *errbuf, size_t errlen)
 {
-    const cJSON *item = child(sc->root, "spec");
+    const cJSON *item = ms_json_child(sc->root, "spec");
     ms_jpath_t path;
     ms_err_t err;
 
@@ -609,7 +604,7 @@ static ms_err_t parse_single(ms__scenario_t *sc, char *errbuf, size_t errlen)
         if ((err = ms__tick_read(sc, sc->ticks->child, 0, -INFINITY, &first, errbuf, errlen)) != MS_OK)
             return err;
     }
-    item = child(sc->root, "state");
+    item = ms_json_child(sc->root, "state");
     ms_jpath_init(&path, "state");
     if (!ms_json_is_absent(item) &&
         (err = read_state(&sc->spec, &sc->memory, sc->first_time, item, &path, errbuf, errlen)) !=
@@ -676,10 +671,10 @@ ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, ch
     if ((err = ms_json_unique_keys(sc->root, &path, errbuf, errlen)) != MS_OK)
         goto out;
     /* Rounds (§3): top-level "objects" instead of "spec". */
-    objects = child(sc->root, "objects");
+    objects = ms_json_child(sc->root, "objects");
     if (ms_json_is_absent(objects))
         err = parse_single(sc, errbuf, errlen);
-    else if (ms_json_is_absent(child(sc->root, "spec")))
+    else if (ms_json_is_absent(ms_json_child(sc->root, "spec")))
         err = parse_rounds(sc, objects, errbuf, errlen);
     else
         err = ms_errf(errbuf, errlen, MS_ERR_INVALID,

@@ -84,21 +84,25 @@ static bool in_band(const ms_spec_t *spec, double ratio)
     return 1.0 - spec->scale_down.tolerance <= ratio && ratio <= 1.0 + spec->scale_up.tolerance;
 }
 
+double ms_engine_ratio(const ms_metric_spec_t *m, double value, int32_t current)
+{
+    if (m->target_type == MS_TARGET_AVERAGE_VALUE)
+        return value / (m->target * current);
+    return value / m->target;
+}
+
 /* Step 3's ratio of value v and the count it asks for (HPA
  * GetResourceReplicas and GetObjectMetricReplicas /
  * GetExternalPerPodMetricReplicas), before any tolerance. */
 static double ratio_and_ask(const ms_metric_spec_t *ms, double v, int32_t current, int32_t ready,
                             double *ask)
 {
-    double ratio;
+    double ratio = ms_engine_ratio(ms, v, current);
 
-    if (ms->target_type == MS_TARGET_AVERAGE_VALUE) {
-        ratio = v / (ms->target * current);
+    if (ms->target_type == MS_TARGET_AVERAGE_VALUE)
         *ask = ceil(v / ms->target);
-    } else {
-        ratio = v / ms->target;
+    else
         *ask = ceil(ratio * ready);
-    }
     return ratio;
 }
 

@@ -287,11 +287,114 @@ static bool throttle(ms_kube_client_t *c)
     return ms__kube_sleep(wait, c->cancel);
 }
 
+/* Before each attempt: the thread's deadline, then the token bucket.
+ * MS_OK to send; else kerr says why and holds the code returned. */
+static ms_err_t may_send(ms_kube_client_t *c, const ms__kube_call_t *call, ms_kube_error_t *kerr)
+{
+    if (!call->stream && time_left() < 0.05) {
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TIMEOUT,
+                            "%s %s: deadline passed", call->method, call->path);
+        return kerr->err;
+    }
+    if (!throttle(c)) {
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message,
+                            time_left() <= 0 || thread_deadline > 0 ? MS_ERR_TIMEOUT : MS_ERR_CANCELLED,
+                            "%s %s: %s", call->method, call->path,
+                            thread_deadline > 0 ? "deadline passed while throttled" : "cancelled");
+        return kerr->err;
+    }
+    return MS_OK;
+}
+
+/* One attempt: the credential's header, the request (its timeout cut to the
+ * thread's deadline), the exchange. True when an HTTP answer came, whatever
+ * its status (resp holds it); false with kerr set when the credential or the
+ * transport failed. */
+static bool send_once(ms_kube_client_t *c, ms__kube_call_t *call, const char *url,
+                      ms_http_response_t *resp, ms_kube_error_t *kerr)
+{
+    char auth[MS_KUBE_AUTH_MAX], why[MS_ERRBUF_SIZE], ctype[128];
+    const char *headers[3];
+    ms_http_request_t req;
+    size_t nh = 0;
+    ms_err_t err;
+
+    err = ms_kube_cred_header(c->cred, ms_clock_monotonic(), auth, sizeof auth, why, sizeof why);
+    if (err != MS_OK) {
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "credentials: %s", why);
+        return false;
+    }
+    if (auth[0] != '\0')
+        headers[nh++] = auth;
+    headers[nh++] = "Accept: application/json";
+    if (call->content_type != NULL) {
+        snprintf(ctype, sizeof ctype, "Content-Type: %s", call->content_type);
+        headers[nh++] = ctype;
+    }
+    memset(&req, 0, sizeof req);
+    req.method = call->method;
+    req.url = url;
+    req.headers = headers;
+    req.nheaders = nh;
+    req.body = call->body;
+    req.body_len = call->body_len;
+    req.timeout_ms = call->stream ? call->timeout_ms : (call->timeout_ms ? call->timeout_ms : c->timeout_ms);
+    if (!call->stream && time_left() * 1000 < (double)req.timeout_ms)
+        req.timeout_ms = (long)(time_left() * 1000) > 1 ? (long)(time_left() * 1000) : 1;
+    req.idle_timeout_ms = call->idle_timeout_ms;
+    req.sink = call->sink;
+    req.sink_ctx = call->sink_ctx;
+    req.cancel = call->cancel ? call->cancel : c->cancel;
+    ms_buf_cleanup(&resp->body);
+    count(c, call->method, call->path);
+    err = ms_http_do(c->http, &req, resp);
+    explicit_bzero(auth, sizeof auth);
+    if (resp->new_connections > 0)
+        atomic_fetch_add(&c->n_connections, (unsigned long)resp->new_connections);
+    if (err != MS_OK) {
+        error_from_transport(c, kerr, resp);
+        return false;
+    }
+    atomic_store(&c->http_version, resp->http_version);
+    return true;
+}
+
+/* The server asked to be asked again later: 429, or a 5xx with Retry-After. */
+static bool asked_to_retry(const ms_http_response_t *resp)
+{
+    return resp->status == 429 || (resp->status >= 500 && resp->retry_after_seconds >= 0);
+}
+
+/* Wait as the server asked (1 s when it did not say, at most
+ * MAX_RETRY_AFTER). False with kerr set when the wait would pass the
+ * thread's deadline (the answer's own error then) or was cancelled. */
+static bool wait_to_retry(ms_kube_client_t *c, const ms__kube_call_t *call,
+                          const ms_http_response_t *resp, ms_kube_error_t *kerr)
+{
+    double wait = resp->retry_after_seconds >= 0 ? resp->retry_after_seconds : 1;
+
+    if (wait > MAX_RETRY_AFTER)
+        wait = MAX_RETRY_AFTER;
+    if (wait >= time_left()) {
+        ms__kube_error_from_status(kerr, call->method, call->path, resp->status, resp->body.data,
+                                   resp->body.len);
+        return false;
+    }
+    MS_LOG_INFO("server asked to retry later", MS_S("method", call->method),
+                MS_I("status", resp->status), MS_D("retry_after_s", wait));
+    atomic_fetch_add(&c->n_retries, 1);
+    if (!ms__kube_sleep(wait, call->cancel ? call->cancel : c->cancel)) {
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_CANCELLED,
+                            "%s %s: cancelled", call->method, call->path);
+        return false;
+    }
+    return true;
+}
+
 ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_response_t *resp,
                      ms_kube_error_t *kerr)
 {
-    char url[8192], auth[MS_KUBE_AUTH_MAX], why[MS_ERRBUF_SIZE], ctype[128];
-    const char *headers[3];
+    char url[8192];
     bool refreshed = false;
     ms_err_t err;
 
@@ -301,59 +404,11 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
         return kerr->err;
     }
     for (int attempt = 0;; attempt++) {
-        ms_http_request_t req;
-        size_t nh = 0;
-
         call->err_body_len = 0;
-        if (!call->stream && time_left() < 0.05) {
-            kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TIMEOUT,
-                                "%s %s: deadline passed", call->method, call->path);
-            return kerr->err;
-        }
-        if (!throttle(c)) {
-            kerr->err = ms_errf(kerr->message, sizeof kerr->message,
-                                time_left() <= 0 || thread_deadline > 0 ? MS_ERR_TIMEOUT : MS_ERR_CANCELLED,
-                                "%s %s: %s", call->method, call->path,
-                                thread_deadline > 0 ? "deadline passed while throttled" : "cancelled");
-            return kerr->err;
-        }
-        err = ms_kube_cred_header(c->cred, ms_clock_monotonic(), auth, sizeof auth, why, sizeof why);
-        if (err != MS_OK) {
-            kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "credentials: %s", why);
+        if ((err = may_send(c, call, kerr)) != MS_OK)
             return err;
-        }
-        if (auth[0] != '\0')
-            headers[nh++] = auth;
-        headers[nh++] = "Accept: application/json";
-        if (call->content_type != NULL) {
-            snprintf(ctype, sizeof ctype, "Content-Type: %s", call->content_type);
-            headers[nh++] = ctype;
-        }
-        memset(&req, 0, sizeof req);
-        req.method = call->method;
-        req.url = url;
-        req.headers = headers;
-        req.nheaders = nh;
-        req.body = call->body;
-        req.body_len = call->body_len;
-        req.timeout_ms = call->stream ? call->timeout_ms : (call->timeout_ms ? call->timeout_ms : c->timeout_ms);
-        if (!call->stream && time_left() * 1000 < (double)req.timeout_ms)
-            req.timeout_ms = (long)(time_left() * 1000) > 1 ? (long)(time_left() * 1000) : 1;
-        req.idle_timeout_ms = call->idle_timeout_ms;
-        req.sink = call->sink;
-        req.sink_ctx = call->sink_ctx;
-        req.cancel = call->cancel ? call->cancel : c->cancel;
-        ms_buf_cleanup(&resp->body);
-        count(c, call->method, call->path);
-        err = ms_http_do(c->http, &req, resp);
-        explicit_bzero(auth, sizeof auth);
-        if (resp->new_connections > 0)
-            atomic_fetch_add(&c->n_connections, (unsigned long)resp->new_connections);
-        if (err != MS_OK) {
-            error_from_transport(c, kerr, resp);
+        if (!send_once(c, call, url, resp, kerr))
             return kerr->err;
-        }
-        atomic_store(&c->http_version, resp->http_version);
         if (resp->status >= 200 && resp->status < 300)
             return MS_OK;
         /* A refreshable credential gets one more try after a 401. */
@@ -363,24 +418,9 @@ ms_err_t ms__kube_do(ms_kube_client_t *c, ms__kube_call_t *call, ms_http_respons
             atomic_fetch_add(&c->n_retries, 1);
             continue;
         }
-        if ((resp->status == 429 || (resp->status >= 500 && resp->retry_after_seconds >= 0)) &&
-            attempt < c->max_retries && !call->stream_started) {
-            double wait = resp->retry_after_seconds >= 0 ? resp->retry_after_seconds : 1;
-            if (wait > MAX_RETRY_AFTER)
-                wait = MAX_RETRY_AFTER;
-            if (wait >= time_left()) {
-                ms__kube_error_from_status(kerr, call->method, call->path, resp->status,
-                                           resp->body.data, resp->body.len);
+        if (asked_to_retry(resp) && attempt < c->max_retries && !call->stream_started) {
+            if (!wait_to_retry(c, call, resp, kerr))
                 return kerr->err;
-            }
-            MS_LOG_INFO("server asked to retry later", MS_S("method", call->method),
-                        MS_I("status", resp->status), MS_D("retry_after_s", wait));
-            atomic_fetch_add(&c->n_retries, 1);
-            if (!ms__kube_sleep(wait, call->cancel ? call->cancel : c->cancel)) {
-                kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_CANCELLED,
-                                    "%s %s: cancelled", call->method, call->path);
-                return kerr->err;
-            }
             continue;
         }
         ms__kube_error_from_status(kerr, call->method, call->path, resp->status,

@@ -1,7 +1,8 @@
 /*
  * config.c - where the configuration comes from (ms_kube_config_load's
- * order: --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config), the
- * in-cluster ServiceAccount files, and freeing a configuration.
+ * order: --kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config) and the
+ * in-cluster ServiceAccount files. It calls down into kubeconfig.c (the
+ * files, and freeing a configuration), which never calls back up.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,36 +116,4 @@ ms_err_t ms_kube_config_in_cluster(const char *sa_dir, ms_kube_config_t **out, c
 bad:
     ms_kube_config_free(c);
     return ms_errf(errbuf, errlen, err, "in-cluster: %s", why);
-}
-
-void ms_kube_config_free(ms_kube_config_t *c)
-{
-    if (c == NULL)
-        return;
-    free(c->server);
-    free(c->ca_file);
-    free(c->ca_pem);
-    free(c->cert_file);
-    free(c->cert_pem);
-    free(c->key_file);
-    free(c->key_pem);
-    free(c->tls_server_name);
-    free(c->proxy_url);
-    free(c->token);
-    free(c->token_file);
-    free(c->namespace_);
-    free(c->context);
-    free(c->source);
-    if (c->exec != NULL) {
-        for (size_t i = 0; i < c->exec->nargs; i++)
-            free(c->exec->args[i]);
-        for (size_t i = 0; i < c->exec->nenv; i++)
-            free(c->exec->env[i]);
-        free(c->exec->args);
-        free(c->exec->env);
-        free(c->exec->command);
-        free(c->exec->api_version);
-        free(c->exec);
-    }
-    free(c);
 }

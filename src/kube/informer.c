@@ -18,6 +18,7 @@
 #include "kube_client_internal.h"
 #include "meshscaler/clock.h"
 #include "meshscaler/informer.h"
+#include "meshscaler/json.h"
 #include "meshscaler/log.h"
 #include "meshscaler/strmap.h"
 #include "meshscaler/xalloc.h"
@@ -69,9 +70,7 @@ struct ms_kube_informer {
 
 static const char *rv_of(const cJSON *obj)
 {
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-    return cJSON_IsString(rv) ? rv->valuestring : "";
+    return ms_json_string_member(obj, "metadata", "resourceVersion", "");
 }
 
 /* A tree-mode entry for obj under key; the entry owns obj from now on. */
@@ -498,6 +497,65 @@ static void count_error(ms_kube_informer_t *inf)
     pthread_mutex_unlock(&inf->sync_lock);
 }
 
+/* One watch from rv until it ends (counted in the stats, and its idle end). */
+static ms_err_t watch_once(ms_kube_informer_t *inf, watching_t *w, bool *idle,
+                           ms_kube_error_t *kerr)
+{
+    ms_kube_watch_options_t wo;
+    ms_err_t err;
+
+    pthread_mutex_lock(&inf->sync_lock);
+    inf->stats.watches++;
+    pthread_mutex_unlock(&inf->sync_lock);
+    memset(&wo, 0, sizeof wo);
+    wo.label_selector = inf->label_selector;
+    wo.timeout_seconds = watch_timeout(inf);
+    wo.idle_timeout_seconds = inf->watch_idle_timeout;
+    wo.cancel = &inf->stop;
+    err = ms_kube_watch_with(inf->client, inf->path, w->rv, &wo, on_event, w, idle, kerr);
+    if (*idle && !atomic_load(&inf->stop)) {
+        /* Nothing arrived for the idle timeout: resume like after any
+         * disconnect (the HTTP layer does not reuse the connection). */
+        pthread_mutex_lock(&inf->sync_lock);
+        inf->stats.idle_timeouts++;
+        inf->stats.last_idle_timeout = ms_clock_monotonic();
+        pthread_mutex_unlock(&inf->sync_lock);
+    }
+    return err;
+}
+
+/* After a watch that failed (not GONE): say why, and back off before the
+ * next one (from the start when this one received events). */
+static void back_off_after_watch(ms_kube_informer_t *inf, const watching_t *w, bool idle,
+                                 const ms_kube_error_t *kerr)
+{
+    double d;
+
+    if (w->events > 0)
+        ms__kube_backoff_reset(&inf->backoff);
+    d = ms__kube_backoff_next(&inf->backoff, ms_clock_monotonic());
+    /* Once a watch has received anything, the API server sends it a
+     * bookmark every minute, so its silence means a dead connection
+     * or server. A watch that never received anything may only be
+     * quiet: bookmarks start once the resource changed somewhere in
+     * the cluster (or etcd reported progress) after it started. */
+    if (idle && w->events + w->bookmarks > 0)
+        MS_LOG_WARN("watch went silent: the connection or the server is dead; "
+                    "resuming on a new connection",
+                    MS_S("path", inf->path), MS_S("resource_version", w->rv),
+                    MS_S("error", kerr->message), MS_D("retry_in_s", d));
+    else if (idle)
+        MS_LOG_INFO("watch received nothing, not even a bookmark (a dead connection, or a "
+                    "quiet resource); resuming on a new connection",
+                    MS_S("path", inf->path), MS_S("resource_version", w->rv),
+                    MS_S("error", kerr->message), MS_D("retry_in_s", d));
+    else
+        MS_LOG_INFO("watch ended; resuming", MS_S("path", inf->path),
+                    MS_S("resource_version", w->rv), MS_S("error", kerr->message),
+                    MS_D("retry_in_s", d));
+    ms__kube_sleep(d, &inf->stop);
+}
+
 static void *run(void *arg)
 {
     ms_kube_informer_t *inf = arg;
@@ -506,7 +564,6 @@ static void *run(void *arg)
 
     while (!atomic_load(&inf->stop)) {
         ms_kube_error_t kerr;
-        ms_kube_watch_options_t wo;
         watching_t w = {inf, rv, sizeof rv, 0, 0};
         bool idle = false;
         ms_err_t err;
@@ -522,25 +579,9 @@ static void *run(void *arg)
             }
             need_list = false;
         }
-        pthread_mutex_lock(&inf->sync_lock);
-        inf->stats.watches++;
-        pthread_mutex_unlock(&inf->sync_lock);
-        memset(&wo, 0, sizeof wo);
-        wo.label_selector = inf->label_selector;
-        wo.timeout_seconds = watch_timeout(inf);
-        wo.idle_timeout_seconds = inf->watch_idle_timeout;
-        wo.cancel = &inf->stop;
-        err = ms_kube_watch_with(inf->client, inf->path, rv, &wo, on_event, &w, &idle, &kerr);
+        err = watch_once(inf, &w, &idle, &kerr);
         if (atomic_load(&inf->stop))
             break;
-        if (idle) {
-            /* Nothing arrived for the idle timeout: resume like after any
-             * disconnect (the HTTP layer does not reuse the connection). */
-            pthread_mutex_lock(&inf->sync_lock);
-            inf->stats.idle_timeouts++;
-            inf->stats.last_idle_timeout = ms_clock_monotonic();
-            pthread_mutex_unlock(&inf->sync_lock);
-        }
         if (err == MS_OK) {
             /* The server ended the watch on time: resume at once. */
             ms__kube_backoff_reset(&inf->backoff);
@@ -556,31 +597,7 @@ static void *run(void *arg)
             need_list = true;
             continue;
         }
-        if (w.events > 0)
-            ms__kube_backoff_reset(&inf->backoff);
-        {
-            double d = ms__kube_backoff_next(&inf->backoff, ms_clock_monotonic());
-            /* Once a watch has received anything, the API server sends it a
-             * bookmark every minute, so its silence means a dead connection
-             * or server. A watch that never received anything may only be
-             * quiet: bookmarks start once the resource changed somewhere in
-             * the cluster (or etcd reported progress) after it started. */
-            if (idle && w.events + w.bookmarks > 0)
-                MS_LOG_WARN("watch went silent: the connection or the server is dead; "
-                            "resuming on a new connection",
-                            MS_S("path", inf->path), MS_S("resource_version", rv),
-                            MS_S("error", kerr.message), MS_D("retry_in_s", d));
-            else if (idle)
-                MS_LOG_INFO("watch received nothing, not even a bookmark (a dead connection, or a "
-                            "quiet resource); resuming on a new connection",
-                            MS_S("path", inf->path), MS_S("resource_version", rv),
-                            MS_S("error", kerr.message), MS_D("retry_in_s", d));
-            else
-                MS_LOG_INFO("watch ended; resuming", MS_S("path", inf->path),
-                            MS_S("resource_version", rv), MS_S("error", kerr.message),
-                            MS_D("retry_in_s", d));
-            ms__kube_sleep(d, &inf->stop);
-        }
+        back_off_after_watch(inf, &w, idle, &kerr);
     }
     return NULL;
 }

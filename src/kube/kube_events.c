@@ -187,6 +187,34 @@ ms_err_t ms_kube_record_combined(ms_kube_recorder_t *r, const ms_kube_object_ref
     return record(r, o, type, reason, &what, now, count_out, kerr);
 }
 
+/* A repeat of the cached event s: its count and time (and message) patched
+ * on the server; then s moves to the front of the cache. MS_ERR_NOTFOUND
+ * when the server no longer has it. Called under r->lock. */
+static ms_err_t patch_repeat(ms_kube_recorder_t *r, seen_t *s, const record_t *what,
+                             const char *ts, int *count_out, ms_kube_error_t *kerr)
+{
+    char path[600];
+    cJSON *patch = cJSON_CreateObject();
+    ms_err_t err;
+
+    cJSON_AddNumberToObject(patch, "count", s->count + what->n);
+    cJSON_AddStringToObject(patch, "lastTimestamp", ts);
+    if (what->patch_message)
+        cJSON_AddStringToObject(patch, "message", what->message);
+    err = ms_kube_path(path, sizeof path, "v1", s->namespace_, "events", s->name, NULL);
+    if (err == MS_OK)
+        err = ms_kube_merge_patch(r->client, path, patch, NULL, kerr);
+    cJSON_Delete(patch);
+    if (err != MS_OK)
+        return err;
+    s->count += what->n;
+    unlink_seen(r, s);
+    push_front(r, s);
+    if (count_out)
+        *count_out = s->count;
+    return MS_OK;
+}
+
 static ms_err_t record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, const char *type,
                        const char *reason, const record_t *what, double now, int *count_out,
                        ms_kube_error_t *kerr)
@@ -210,23 +238,7 @@ static ms_err_t record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, con
     pthread_mutex_lock(&r->lock);
     s = find(r, key);
     if (s != NULL) {
-        cJSON *patch = cJSON_CreateObject();
-        cJSON_AddNumberToObject(patch, "count", s->count + what->n);
-        cJSON_AddStringToObject(patch, "lastTimestamp", ts);
-        if (what->patch_message)
-            cJSON_AddStringToObject(patch, "message", what->message);
-        err = ms_kube_path(path, sizeof path, "v1", s->namespace_, "events", s->name, NULL);
-        if (err == MS_OK)
-            err = ms_kube_merge_patch(r->client, path, patch, NULL, kerr);
-        cJSON_Delete(patch);
-        if (err == MS_OK) {
-            s->count += what->n;
-            unlink_seen(r, s);
-            push_front(r, s);
-            if (count_out)
-                *count_out = s->count;
-            goto out;
-        }
+        err = patch_repeat(r, s, what, ts, count_out, kerr);
         if (err != MS_ERR_NOTFOUND)
             goto out;
         /* The Event expired on the server (its TTL is an hour): start again. */

@@ -9,6 +9,7 @@
 
 #include <openssl/evp.h>
 
+#include "meshscaler/json.h"
 #include "meshscaler/kube_review.h"
 #include "meshscaler/xalloc.h"
 
@@ -18,17 +19,6 @@
 #define MAX_GROUPS 256
 
 /* ---- helpers ---- */
-
-static const char *json_string(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static bool json_true(const cJSON *obj, const char *key)
-{
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, key));
-}
 
 /* Copy text into buf[cap] on one line (control bytes become spaces). */
 static void copy_line(char *buf, size_t cap, const char *text)
@@ -91,8 +81,8 @@ static void read_user(const cJSON *user, ms_kube_user_t *u)
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(user, "extra");
     const cJSON *g;
 
-    u->username = ms_xstrdup(json_string(user, "username") ? json_string(user, "username") : "");
-    u->uid = ms_xstrdup(json_string(user, "uid") ? json_string(user, "uid") : "");
+    u->username = ms_xstrdup(ms_json_string_member(user, "username", NULL, ""));
+    u->uid = ms_xstrdup(ms_json_string_member(user, "uid", NULL, ""));
     if (cJSON_IsArray(groups)) {
         u->groups = ms_xcalloc(MAX_GROUPS, sizeof *u->groups);
         cJSON_ArrayForEach(g, groups) {
@@ -130,12 +120,12 @@ ms_err_t ms_kube_review_token(ms_kube_client_t *c, const char *token, bool *auth
     if (err)
         return err;
     status = cJSON_GetObjectItemCaseSensitive(resp, "status");
-    if (json_true(status, "authenticated")) {
+    if (cJSON_IsTrue(ms_json_child(status, "authenticated"))) {
         *authenticated = true;
         read_user(cJSON_GetObjectItemCaseSensitive(status, "user"), user);
     } else {
-        copy_line(why, why_cap, json_string(status, "error") ? json_string(status, "error")
-                                                             : "token not accepted");
+        copy_line(why, why_cap,
+                  ms_json_string_member(status, "error", NULL, "token not accepted"));
     }
     cJSON_Delete(resp);
     return MS_OK;
@@ -172,9 +162,10 @@ ms_err_t ms_kube_review_access(ms_kube_client_t *c, const ms_kube_user_t *user,
     if (err)
         return err;
     status = cJSON_GetObjectItemCaseSensitive(resp, "status");
-    *allowed = json_true(status, "allowed") && !json_true(status, "denied");
-    r = json_string(status, "reason");
-    eval = json_string(status, "evaluationError");
+    *allowed = cJSON_IsTrue(ms_json_child(status, "allowed")) &&
+               !cJSON_IsTrue(ms_json_child(status, "denied"));
+    r = ms_json_string_member(status, "reason", NULL, NULL);
+    eval = ms_json_string_member(status, "evaluationError", NULL, NULL);
     if (reason != NULL && reason_cap > 0) {
         char line[1024];
         snprintf(line, sizeof line, "%s%s%s", r ? r : "", r && eval ? "; " : "", eval ? eval : "");

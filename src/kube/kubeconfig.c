@@ -1,6 +1,8 @@
 /*
  * kubeconfig.c - kubeconfig files (libyaml), merged the way kubectl merges
- * $KUBECONFIG (config.c decides which files to read).
+ * $KUBECONFIG (config.c decides which files to read), and freeing a
+ * configuration (the struct this file builds; config.c's in-cluster path
+ * frees through it too).
  *
  * Every file is parsed into a libyaml document; the context, cluster and
  * user are then looked up by name across the documents in order (first file
@@ -630,4 +632,36 @@ out:
     for (size_t i = 0; i < nd; i++)
         kdoc_cleanup(&docs[i]);
     return err;
+}
+
+void ms_kube_config_free(ms_kube_config_t *c)
+{
+    if (c == NULL)
+        return;
+    free(c->server);
+    free(c->ca_file);
+    free(c->ca_pem);
+    free(c->cert_file);
+    free(c->cert_pem);
+    free(c->key_file);
+    free(c->key_pem);
+    free(c->tls_server_name);
+    free(c->proxy_url);
+    free(c->token);
+    free(c->token_file);
+    free(c->namespace_);
+    free(c->context);
+    free(c->source);
+    if (c->exec != NULL) {
+        for (size_t i = 0; i < c->exec->nargs; i++)
+            free(c->exec->args[i]);
+        for (size_t i = 0; i < c->exec->nenv; i++)
+            free(c->exec->env[i]);
+        free(c->exec->args);
+        free(c->exec->env);
+        free(c->exec->command);
+        free(c->exec->api_version);
+        free(c->exec);
+    }
+    free(c);
 }

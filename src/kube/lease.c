@@ -7,6 +7,7 @@
 
 #include "kube_internal.h"
 #include "meshscaler/clock.h"
+#include "meshscaler/json.h"
 #include "meshscaler/lease.h"
 #include "meshscaler/log.h"
 #include "meshscaler/xalloc.h"
@@ -101,12 +102,6 @@ static bool bounded_attempt(ms_kube_elector_t *e, double deadline, double *start
     return ok;
 }
 
-static const char *str_at(const cJSON *obj, const char *a, const char *b)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static void set_str(cJSON *obj, const char *key, const char *val)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
@@ -132,8 +127,8 @@ static void set_num(cJSON *obj, const char *key, double val)
  * from after the renewal, or the GET's latency would add to it. */
 static void observe(ms_kube_elector_t *e, cJSON *lease, double now)
 {
-    const char *rv = str_at(lease, "metadata", "resourceVersion");
-    const char *holder = str_at(lease, "spec", "holderIdentity");
+    const char *rv = ms_json_string_member(lease, "metadata", "resourceVersion", "");
+    const char *holder = ms_json_string_member(lease, "spec", "holderIdentity", "");
 
     if (strcmp(rv, e->observed_rv) != 0) {
         double earliest = now - (e->duration - e->deadline) / 2;

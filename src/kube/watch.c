@@ -133,6 +133,38 @@ static ms_err_t query_path(ms_buf_t *b, const char *path, const char *const *kv,
 /* A page's limit after its body went past the cap: half, down to one. */
 static long shrunk(long limit) { return limit > 1 ? limit / 2 : 0; }
 
+/* One page of a list (doc, freed here): check its shape, copy its
+ * resourceVersion into rv, hand each item to fn, and replace *cont with the
+ * page's continue token (NULL after the last page). */
+static ms_err_t take_page(cJSON *doc, const char *path, ms_kube_item_fn fn, void *ctx, char *rv,
+                          size_t rvcap, char **cont, ms_kube_error_t *kerr)
+{
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(doc, "items"), *item;
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(doc, "metadata");
+    const cJSON *lrv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+    const cJSON *next = cJSON_GetObjectItemCaseSensitive(md, "continue");
+    ms_err_t err = MS_OK;
+
+    if ((items != NULL && !cJSON_IsNull(items) && !cJSON_IsArray(items)) || !cJSON_IsString(lrv) ||
+        strlen(lrv->valuestring) >= rvcap) {
+        cJSON_Delete(doc);
+        return kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_PARSE,
+                                   "list %s: not a list (items or metadata.resourceVersion)", path);
+    }
+    snprintf(rv, rvcap, "%s", lrv->valuestring);
+    cJSON_ArrayForEach(item, items)
+    {
+        if ((err = fn(ctx, item)) != MS_OK)
+            break;
+    }
+    free(*cont);
+    *cont = cJSON_IsString(next) && next->valuestring[0] ? strdup(next->valuestring) : NULL;
+    cJSON_Delete(doc);
+    if (err != MS_OK)
+        kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "list %s: item refused", path);
+    return err;
+}
+
 ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector,
                       long limit, ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap,
                       unsigned long *pages, ms_kube_error_t *kerr)
@@ -145,8 +177,7 @@ ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_s
     for (;;) {
         const char *kv[] = {"limit", limit_s, "continue", cont, "labelSelector", label_selector};
         ms_buf_t url;
-        cJSON *doc = NULL, *items, *item;
-        const cJSON *md, *next, *lrv;
+        cJSON *doc = NULL;
 
         snprintf(limit_s, sizeof limit_s, "%ld", page_limit);
         ms_buf_init(&url, 16384);
@@ -191,31 +222,8 @@ ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_s
         }
         if (err != MS_OK)
             break;
-        items = cJSON_GetObjectItemCaseSensitive(doc, "items");
-        md = cJSON_GetObjectItemCaseSensitive(doc, "metadata");
-        lrv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-        next = cJSON_GetObjectItemCaseSensitive(md, "continue");
-        if ((items != NULL && !cJSON_IsNull(items) && !cJSON_IsArray(items)) || !cJSON_IsString(lrv) ||
-            strlen(lrv->valuestring) >= rvcap) {
-            cJSON_Delete(doc);
-            err = kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_PARSE,
-                                      "list %s: not a list (items or metadata.resourceVersion)", path);
-            break;
-        }
-        snprintf(rv, rvcap, "%s", lrv->valuestring);
-        cJSON_ArrayForEach(item, items)
-        {
-            if ((err = fn(ctx, item)) != MS_OK)
-                break;
-        }
-        free(cont);
-        cont = cJSON_IsString(next) && next->valuestring[0] ? strdup(next->valuestring) : NULL;
-        cJSON_Delete(doc);
-        if (err != MS_OK) {
-            kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "list %s: item refused", path);
-            break;
-        }
-        if (cont == NULL)
+        err = take_page(doc, path, fn, ctx, rv, rvcap, &cont, kerr);
+        if (err != MS_OK || cont == NULL)
             break;
     }
     free(cont);

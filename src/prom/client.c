@@ -554,81 +554,72 @@ ms_err_t ms_prom_run(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n)
     return ms_prom_run_bounded(c, qs, n, &o);
 }
 
-ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
-                             const ms_prom_run_options_t *o)
-{
-    const char *hdrs[MAX_HEADERS + 4];
-    size_t nh = 0, sent = 0, total = 0, user_total = 0;
-    ms_http_request_t *reqs = NULL;
-    ms_http_response_t *resps = NULL;
-    ms_buf_t *bodies = NULL;
-    pending_query_t *pend = NULL;
-    ms_http_batch_t *batch = NULL;
-    char why[MS_ERRBUF_SIZE] = "", *token = NULL;
-    ms_err_t err = MS_OK;
-    unsigned long long failures = 0, transport = 0;
-    atomic_bool over_budget, users_over;
+/* One query of a run: its request, response and body, and what the batch's
+ * callbacks read while it is under way (pend points at resp). */
+typedef struct {
+    ms_http_request_t req;
+    ms_http_response_t resp;
+    ms_buf_t body;
+    pending_query_t pend;
+} run_slot_t;
 
-    atomic_init(&over_budget, false);
-    atomic_init(&users_over, false);
-    for (size_t i = 0; i < n; i++)
-        ms_prom_result_cleanup(&qs[i].result);
-    if (n == 0)
+/* The byte budgets the run's queries share (pending_query_t points here). */
+typedef struct {
+    size_t total, user_total;
+    atomic_bool over_budget, users_over;
+} run_budget_t;
+
+/* Queue query i in the batch (a query too long to send fails alone and the
+ * others still run). Fails only when the batch cannot take it. */
+static ms_err_t add_query(ms_prom_client_t *c, ms_prom_query_t *q, run_slot_t *slot,
+                          const char **hdrs, size_t nh, const ms_prom_run_options_t *o,
+                          run_budget_t *budget, ms_http_batch_t *batch)
+{
+    ms_buf_init(&slot->body, REQUEST_MAX);
+    ms_http_response_init(&slot->resp, answer_cap(c, q));
+    if (build_body(c, q, &slot->body) != MS_OK) {
+        fail_all(q, 1, MS_PROM_BAD_QUERY, "the query is too long to send");
         return MS_OK;
-    if (!breaker_allows(c, ms_clock_monotonic(), why, sizeof why)) {
-        fail_all(qs, n, MS_PROM_UNAVAILABLE, why);
-        pthread_mutex_lock(&c->lock);
-        c->stats.skipped += n;
-        pthread_mutex_unlock(&c->lock);
-        return MS_OK;
     }
-    if (!run_headers(c, hdrs, &nh, &token, why, sizeof why)) {
-        fail_all(qs, n, MS_PROM_CREDENTIALS, why);
-        return MS_OK;
-    }
-    reqs = calloc(n, sizeof *reqs);
-    resps = calloc(n, sizeof *resps);
-    bodies = calloc(n, sizeof *bodies);
-    pend = calloc(n, sizeof *pend);
-    batch = ms_http_batch_new(c->http, c->max_in_flight);
-    if (reqs == NULL || resps == NULL || bodies == NULL || pend == NULL || batch == NULL) {
-        err = MS_ERR_NOMEM;
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        ms_buf_init(&bodies[i], REQUEST_MAX);
-        ms_http_response_init(&resps[i], answer_cap(c, &qs[i]));
-        if (build_body(c, &qs[i], &bodies[i]) != MS_OK) {
-            fail_all(&qs[i], 1, MS_PROM_BAD_QUERY, "the query is too long to send");
-            continue; /* the others still run */
-        }
-        pend[i] = (pending_query_t){c,           &qs[i],      &resps[i],
-                                    &total,      o->max_total_bytes,      &over_budget,
-                                    &user_total, o->max_user_bytes,       &users_over,
-                                    o->deadline, true,        false,      0};
-        reqs[i] = (ms_http_request_t){.method = "POST",
-                                      .url = qs[i].range ? c->range_url : c->query_url,
-                                      .headers = hdrs,
-                                      .nheaders = nh,
-                                      .body = bodies[i].data,
-                                      .body_len = bodies[i].len,
-                                      .timeout_ms = query_timeout_ms(c, &qs[i]),
-                                      .cancel = qs[i].preset ? &over_budget : &users_over,
-                                      .group = qs[i].group,
-                                      .sink = on_chunk,
-                                      .sink_ctx = &pend[i],
-                                      .on_done = on_answer,
-                                      .done_ctx = &pend[i]};
-        if ((err = ms_http_batch_add(batch, &reqs[i], &resps[i])) != MS_OK)
-            goto out;
-    }
-    /* The batch stops for a shutdown (o->cancel) and at the deadline; the
-     * byte budget stops it through every request's cancel flag. */
-    if ((err = ms_http_batch_run_until(batch, o->deadline, o->cancel)) != MS_OK)
-        goto out;
+    slot->pend = (pending_query_t){.client = c,
+                                   .query = q,
+                                   .resp = &slot->resp,
+                                   .total = &budget->total,
+                                   .max_total = o->max_total_bytes,
+                                   .over_budget = &budget->over_budget,
+                                   .user_total = &budget->user_total,
+                                   .max_user = o->max_user_bytes,
+                                   .users_over = &budget->users_over,
+                                   .deadline = o->deadline,
+                                   .sent = true};
+    slot->req = (ms_http_request_t){.method = "POST",
+                                    .url = q->range ? c->range_url : c->query_url,
+                                    .headers = hdrs,
+                                    .nheaders = nh,
+                                    .body = slot->body.data,
+                                    .body_len = slot->body.len,
+                                    .timeout_ms = query_timeout_ms(c, q),
+                                    .cancel = q->preset ? &budget->over_budget
+                                                        : &budget->users_over,
+                                    .group = q->group,
+                                    .sink = on_chunk,
+                                    .sink_ctx = &slot->pend,
+                                    .on_done = on_answer,
+                                    .done_ctx = &slot->pend};
+    return ms_http_batch_add(batch, &slot->req, &slot->resp);
+}
+
+/* After the batch: name a passed deadline, count what was sent and what
+ * failed into the client's stats, and tell the circuit breaker. */
+static void tally_run(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n, const run_slot_t *slots,
+                      const ms_prom_run_options_t *o)
+{
+    unsigned long long failures = 0, transport = 0;
+    size_t sent = 0;
+
     for (size_t i = 0; i < n; i++) {
         ms_prom_reason_t r = qs[i].result.reason;
-        if (!pend[i].sent)
+        if (!slots[i].pend.sent)
             continue; /* never sent */
         if (r == MS_PROM_TIMEOUT && o->deadline > 0 && ms_clock_monotonic() >= o->deadline)
             ms_errf(qs[i].result.message, sizeof qs[i].result.message, MS_OK,
@@ -646,20 +637,69 @@ ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
     /* A shutdown says nothing about Prometheus. */
     if (sent > 0 && !(o->cancel != NULL && atomic_load(o->cancel)))
         breaker_record(c, transport == sent, ms_clock_monotonic());
+}
+
+/* Whether the run may ask Prometheus at all: the circuit breaker is closed
+ * and the credentials read. Otherwise every query fails with the reason. */
+static bool run_allowed(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n, const char **hdrs,
+                        size_t *nh, char **token)
+{
+    char why[MS_ERRBUF_SIZE] = "";
+
+    if (!breaker_allows(c, ms_clock_monotonic(), why, sizeof why)) {
+        fail_all(qs, n, MS_PROM_UNAVAILABLE, why);
+        pthread_mutex_lock(&c->lock);
+        c->stats.skipped += n;
+        pthread_mutex_unlock(&c->lock);
+        return false;
+    }
+    if (!run_headers(c, hdrs, nh, token, why, sizeof why)) {
+        fail_all(qs, n, MS_PROM_CREDENTIALS, why);
+        return false;
+    }
+    return true;
+}
+
+ms_err_t ms_prom_run_bounded(ms_prom_client_t *c, ms_prom_query_t *qs, size_t n,
+                             const ms_prom_run_options_t *o)
+{
+    const char *hdrs[MAX_HEADERS + 4];
+    size_t nh = 0, added = 0;
+    run_slot_t *slots = NULL;
+    run_budget_t budget = {0};
+    ms_http_batch_t *batch = NULL;
+    char why[MS_ERRBUF_SIZE], *token = NULL;
+    ms_err_t err = MS_OK;
+
+    atomic_init(&budget.over_budget, false);
+    atomic_init(&budget.users_over, false);
+    for (size_t i = 0; i < n; i++)
+        ms_prom_result_cleanup(&qs[i].result);
+    if (n == 0 || !run_allowed(c, qs, n, hdrs, &nh, &token))
+        return MS_OK;
+    slots = calloc(n, sizeof *slots);
+    batch = ms_http_batch_new(c->http, c->max_in_flight);
+    if (slots == NULL || batch == NULL) {
+        err = MS_ERR_NOMEM;
+        goto out;
+    }
+    for (; added < n && err == MS_OK; added++)
+        err = add_query(c, &qs[added], &slots[added], hdrs, nh, o, &budget, batch);
+    /* The batch stops for a shutdown (o->cancel) and at the deadline; the
+     * byte budget stops it through every request's cancel flag. */
+    if (err == MS_OK && (err = ms_http_batch_run_until(batch, o->deadline, o->cancel)) == MS_OK)
+        tally_run(c, qs, n, slots, o);
 out:
     if (err != MS_OK) {
         snprintf(why, sizeof why, "the query batch failed: %s", ms_strerror(err));
         fail_all(qs, n, MS_PROM_TRANSPORT, why);
     }
     ms_http_batch_free(batch);
-    for (size_t i = 0; resps != NULL && i < n; i++)
-        ms_http_response_cleanup(&resps[i]);
-    for (size_t i = 0; bodies != NULL && i < n; i++)
-        ms_buf_cleanup(&bodies[i]);
-    free(reqs);
-    free(resps);
-    free(bodies);
-    free(pend);
+    for (size_t i = 0; i < added; i++) {
+        ms_http_response_cleanup(&slots[i].resp);
+        ms_buf_cleanup(&slots[i].body);
+    }
+    free(slots);
     free_secret(token);
     return err;
 }

@@ -1,8 +1,10 @@
 /*
  * decode_internal.h - what the two halves of the Prometheus response
  * decoder share: decode.c reads the document (status, error bodies,
- * scalars, strings, warnings), decode_series.c the vectors and matrices.
- * Private to src/prom. Both are reentrant.
+ * scalars, strings, warnings) and calls decode_series.c for the vectors
+ * and matrices; both call down into result.c (ms__prom_fail, the result
+ * type, sample values), which calls neither. Private to src/prom. All are
+ * reentrant.
  */
 #ifndef MESHSCALER_PROM_DECODE_INTERNAL_H
 #define MESHSCALER_PROM_DECODE_INTERNAL_H
@@ -13,10 +15,14 @@
 #include "jscan.h"
 #include "meshscaler/prom.h"
 
+/* ---- result.c ---- */
+
 /* Set r->reason and a one-line message (newlines become spaces); returns
  * the reason. */
 __attribute__((format(printf, 3, 4))) ms_prom_reason_t
 ms__prom_fail(ms_prom_result_t *r, ms_prom_reason_t reason, const char *fmt, ...);
+
+/* ---- decode_series.c ---- */
 
 /* The next value of s, read whole. When it is an array, *n gets its length
  * and e[0], e[1] its first two elements (containers among them passed

@@ -210,6 +210,41 @@ static size_t skip_word(const char *q, size_t i)
 
 /* ---- the pieces ---- */
 
+/* The operator and the quoted value of matcher m, from q[at] on (blanks
+ * first); *end gets the offset after the value. */
+static ms_err_t read_op_value(scan_t *s, const ms_prom_selector_t *sel, ms_prom_matcher_t *m,
+                              size_t at, size_t *end)
+{
+    const char *q = s->q;
+    size_t i = at, value_at;
+    char b[16];
+    ms_err_t err;
+
+    if (q[i] == '=' && q[i + 1] == '~')
+        m->op = MS_PROM_MATCH_RE, i += 2;
+    else if (q[i] == '=')
+        m->op = MS_PROM_MATCH_EQ, i += 1;
+    else if (q[i] == '!' && q[i + 1] == '=')
+        m->op = MS_PROM_MATCH_NE, i += 2;
+    else if (q[i] == '!' && q[i + 1] == '~')
+        m->op = MS_PROM_MATCH_NRE, i += 2;
+    else
+        return fail(s, "want =, !=, =~ or !~ at offset %zu (in the selector at offset "
+                       "%zu), not %s", i, sel->offset, show(q[i], b, sizeof b));
+    if ((err = skip_blank(s, i, &i)) != MS_OK)
+        return err;
+    if (!is_quote(q[i]))
+        return fail(s, "want a quoted label value at offset %zu (in the selector at "
+                       "offset %zu), not %s", i, sel->offset, show(q[i], b, sizeof b));
+    value_at = i;
+    if ((err = skip_string(s, i, &i)) != MS_OK)
+        return err;
+    m->value = q + value_at;
+    m->value_len = i - value_at;
+    *end = i;
+    return MS_OK;
+}
+
 /* The matchers of the selector whose "{" is at q[open], into sel; *close
  * gets the offset of the "}". */
 static ms_err_t read_matchers(scan_t *s, size_t open, ms_prom_selector_t *sel, size_t *close)
@@ -221,7 +256,7 @@ static ms_err_t read_matchers(scan_t *s, size_t open, ms_prom_selector_t *sel, s
 
     for (;;) {
         ms_prom_matcher_t *m;
-        size_t name_at, value_at;
+        size_t name_at;
         bool quoted;
 
         if ((err = skip_blank(s, i, &i)) != MS_OK)
@@ -258,28 +293,8 @@ static ms_err_t read_matchers(scan_t *s, size_t open, ms_prom_selector_t *sel, s
             m->name = "__name__";
             m->name_len = 8;
             m->op = MS_PROM_MATCH_EQ;
-        } else {
-            if (q[i] == '=' && q[i + 1] == '~')
-                m->op = MS_PROM_MATCH_RE, i += 2;
-            else if (q[i] == '=')
-                m->op = MS_PROM_MATCH_EQ, i += 1;
-            else if (q[i] == '!' && q[i + 1] == '=')
-                m->op = MS_PROM_MATCH_NE, i += 2;
-            else if (q[i] == '!' && q[i + 1] == '~')
-                m->op = MS_PROM_MATCH_NRE, i += 2;
-            else
-                return fail(s, "want =, !=, =~ or !~ at offset %zu (in the selector at offset "
-                               "%zu), not %s", i, sel->offset, show(q[i], b, sizeof b));
-            if ((err = skip_blank(s, i, &i)) != MS_OK)
-                return err;
-            if (!is_quote(q[i]))
-                return fail(s, "want a quoted label value at offset %zu (in the selector at "
-                               "offset %zu), not %s", i, sel->offset, show(q[i], b, sizeof b));
-            value_at = i;
-            if ((err = skip_string(s, i, &i)) != MS_OK)
-                return err;
-            m->value = q + value_at;
-            m->value_len = i - value_at;
+        } else if ((err = read_op_value(s, sel, m, i, &i)) != MS_OK) {
+            return err;
         }
         sel->nmatchers++;
         if ((err = skip_blank(s, i, &i)) != MS_OK)

@@ -127,6 +127,57 @@ static const char *lookup(const ms_prom_template_vars_t *v, const char *name, si
     return NULL;
 }
 
+/* The placeholder at tmpl[at] ("{{ name }}"), inside a string literal
+ * opened by quote (0: in code, refused), appended to b as that literal
+ * needs it: escaped for the quote, and also as a regex in a literal after
+ * =~ or !~ (except {{podRegex}}, a regex already). *next: the byte after
+ * "}}". MS_ERR_INVALID with errbuf naming what was wrong. */
+static ms_err_t expand_placeholder(const char *tmpl, size_t at, const ms_prom_template_vars_t *vars,
+                                   char quote, bool regex_literal, out_t *b, size_t *next,
+                                   char *errbuf, size_t errlen)
+{
+    const char *name = tmpl + at + 2, *end = strstr(name, "}}");
+    const char *value;
+    size_t len;
+    bool known, is_regex, ok;
+
+    if (end == NULL)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "unclosed {{ at byte %zu", at);
+    len = (size_t)(end - name);
+    while (len > 0 && *name == ' ')
+        name++, len--;
+    while (len > 0 && name[len - 1] == ' ')
+        len--;
+    value = lookup(vars, name, len, &known, &is_regex);
+    if (!known)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "unknown placeholder {{%.*s}} (use namespace, name, kind, podRegex)",
+                       (int)(len > 40 ? 40 : len), name);
+    if (quote == 0)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "{{%.*s}} must be inside a string literal, e.g. \"{{%.*s}}\"", (int)len,
+                       name, (int)len, name);
+    if (value == NULL && is_regex) /* the pods are not known: "" would match none of the
+                                      target's series, a zero where the truth is missing */
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "{{podRegex}} has no value: the target's pods are not known");
+    if (value == NULL)
+        value = "";
+    if (regex_literal && !is_regex) {
+        char *escaped = ms_prom_regex_escape(value);
+        ok = put_string_escaped(b, escaped, quote);
+        free(escaped);
+    } else {
+        ok = put_string_escaped(b, value, quote);
+    }
+    if (!ok)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "the value of {{%.*s}} contains a backquote and cannot go in a `raw` string",
+                       (int)len, name);
+    *next = (size_t)(end - tmpl) + 2;
+    return MS_OK;
+}
+
 ms_err_t ms_prom_template_expand(const char *tmpl, const ms_prom_template_vars_t *vars, char **out,
                                  char *errbuf, size_t errlen)
 {
@@ -142,59 +193,10 @@ ms_err_t ms_prom_template_expand(const char *tmpl, const ms_prom_template_vars_t
         char c = tmpl[i];
 
         if (c == '{' && tmpl[i + 1] == '{') {
-            const char *start = tmpl + i + 2, *end = strstr(start, "}}");
-            const char *name, *value;
-            size_t len;
-            bool known, is_regex;
-
-            if (end == NULL) {
-                err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "unclosed {{ at byte %zu", i);
+            err = expand_placeholder(tmpl, i, vars, quote, regex_literal, &b, &i, errbuf, errlen);
+            if (err != MS_OK)
                 goto out;
-            }
-            name = start;
-            len = (size_t)(end - start);
-            while (len > 0 && *name == ' ')
-                name++, len--;
-            while (len > 0 && name[len - 1] == ' ')
-                len--;
-            value = lookup(vars, name, len, &known, &is_regex);
-            if (!known) {
-                err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                              "unknown placeholder {{%.*s}} (use namespace, name, kind, podRegex)",
-                              (int)(len > 40 ? 40 : len), name);
-                goto out;
-            }
-            if (quote == 0) {
-                err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                              "{{%.*s}} must be inside a string literal, e.g. \"{{%.*s}}\"",
-                              (int)len, name, (int)len, name);
-                goto out;
-            }
-            if (value == NULL && is_regex) {
-                /* The pods are not known: "" would match none of the
-                 * target's series, a zero where the truth is missing. */
-                err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                              "{{podRegex}} has no value: the target's pods are not known");
-                goto out;
-            }
-            if (value == NULL)
-                value = "";
-            if (regex_literal && !is_regex) {
-                char *escaped = ms_prom_regex_escape(value);
-                bool ok = put_string_escaped(&b, escaped, quote);
-                free(escaped);
-                if (!ok)
-                    goto raw_fail;
-            } else if (!put_string_escaped(&b, value, quote)) {
-                goto raw_fail;
-            }
-            i = (size_t)(end - tmpl) + 2;
             continue;
-        raw_fail:
-            err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                          "the value of {{%.*s}} contains a backquote and cannot go in a `raw` string",
-                          (int)len, name);
-            goto out;
         }
         if (quote == 0) {
             if (c == '#') { /* comment to the end of the line */

@@ -244,12 +244,13 @@ static void spread(const ms_spec_t *spec, ms_observation_t *obs, int32_t actual,
     }
 }
 
-/* The reading over its target, as a ratio, at `count` replicas. */
+/* The reading over its target, as a ratio, at `count` replicas (the
+ * engine's rule); NAN for a total spread over no replicas. */
 static double load_ratio(const ms_metric_spec_t *m, double value, int32_t count)
 {
-    if (m->target_type == MS_TARGET_AVERAGE_VALUE)
-        return count > 0 ? value / (m->target * count) : NAN;
-    return value / m->target;
+    if (m->target_type == MS_TARGET_AVERAGE_VALUE && count <= 0)
+        return NAN;
+    return ms_engine_ratio(m, value, count);
 }
 
 static void account(const ms_spec_t *spec, const ms_replay_tick_t *tk, int32_t prev_actual,
@@ -305,6 +306,34 @@ static ms_err_t check_options(const ms_replay_options_t *o, size_t *steps, char 
     return MS_OK;
 }
 
+/* The replicas query for o (its template expanded; the default for the
+ * target's kind), into *out (caller frees; NULL when there is none). */
+static ms_err_t replicas_query(const ms_replay_options_t *o, const char *pod_regex, char **out,
+                               char *errbuf, size_t errlen)
+{
+    const ms_spec_t *spec = o->spec;
+    const char *tmpl = o->replicas_query ? o->replicas_query : default_replicas_query(spec);
+    ms_prom_template_vars_t vars = {o->namespace_name, spec->target_name, spec->target_kind,
+                                    pod_regex};
+    char why[MS_ERRBUF_SIZE];
+
+    *out = NULL;
+    if (tmpl[0] != '\0' && ms_prom_template_expand(tmpl, &vars, out, why, sizeof why) != MS_OK)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "--replicas-query: %s", why);
+    return MS_OK;
+}
+
+static void runner_cleanup(runner_t *r)
+{
+    for (size_t i = 0; i < r->ncache; i++) {
+        free(r->cache[i].text);
+        free(r->cache[i].plain);
+        ms_prom_result_cleanup(&r->cache[i].matrix);
+    }
+    free(r->cache);
+    free(r->workload_filter);
+}
+
 ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
                        ms_replay_tick_fn fn, void *ctx, ms_replay_summary_t *sum, char *errbuf,
                        size_t errlen)
@@ -314,7 +343,6 @@ ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
     ms_prom_tick_t *tick = NULL;
     ms_engine_memory_t mem;
     char *pod_regex = NULL, *replicas = NULL;
-    const char *replicas_tmpl;
     int32_t own = -1, prev_actual = -1;
     size_t steps = 0;
     ms_err_t err = check_options(o, &steps, errbuf, errlen);
@@ -328,16 +356,8 @@ ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
     r.max_bytes = o->max_bytes ? o->max_bytes : MS_REPLAY_DEFAULT_MAX_BYTES;
     r.workload_filter = workload_filter(o);
     pod_regex = o->pod_regex ? ms_xstrdup(o->pod_regex) : default_pod_regex(spec);
-    replicas_tmpl = o->replicas_query ? o->replicas_query : default_replicas_query(spec);
-    if (replicas_tmpl[0] != '\0') {
-        ms_prom_template_vars_t vars = {o->namespace_name, spec->target_name, spec->target_kind,
-                                        pod_regex};
-        char why[MS_ERRBUF_SIZE];
-        if (ms_prom_template_expand(replicas_tmpl, &vars, &replicas, why, sizeof why) != MS_OK) {
-            err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "--replicas-query: %s", why);
-            goto out;
-        }
-    }
+    if ((err = replicas_query(o, pod_regex, &replicas, errbuf, errlen)) != MS_OK)
+        goto out;
     /* Into the cache before the first step, so its chunks are read with the
      * tick's queries. */
     if (replicas != NULL)
@@ -382,13 +402,7 @@ ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
         prev_actual = tk.actual >= 0 ? tk.actual : prev_actual;
     }
 out:
-    for (size_t i = 0; i < r.ncache; i++) {
-        free(r.cache[i].text);
-        free(r.cache[i].plain);
-        ms_prom_result_cleanup(&r.cache[i].matrix);
-    }
-    free(r.cache);
-    free(r.workload_filter);
+    runner_cleanup(&r);
     free(pod_regex);
     free(replicas);
     ms_prom_tick_free(tick);

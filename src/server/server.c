@@ -535,6 +535,38 @@ static ms_err_t check_options(const ms_server_options_t *o, const char *const *a
     return MS_OK;
 }
 
+/* Listen for role r on addr (not "0"): its protocol table and its vhost,
+ * with TLS for /metrics when tls. */
+static ms_err_t listen_role(ms_server_t *s, int r, const char *addr, bool tls, char *errbuf,
+                            size_t errlen)
+{
+    struct lws_context_creation_info vi;
+    char host[256];
+    int port;
+    ms_err_t err;
+
+    if (!parse_addr(addr, host, sizeof host, &port))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s address \"%s\": want HOST:PORT, :PORT or 0", role_names[r], addr);
+    s->roles[r] = (role_t)r;
+    s->protocols[r][0] = (struct lws_protocols){
+        .name = "http", .callback = callback, .per_session_data_size = sizeof(session_t),
+        .rx_buffer_size = 0, .user = &s->roles[r]};
+    memset(&vi, 0, sizeof vi);
+    vi.vhost_name = role_names[r];
+    vi.port = port; /* 0: the kernel picks; ms_server_*_port() tell which */
+    vi.iface = host[0] ? host : NULL;
+    vi.protocols = s->protocols[r];
+    vi.options = LWS_SERVER_OPTION_DISABLE_IPV6 | LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
+    if (r == ROLE_METRICS && tls && (err = metrics_tls(s, &vi, errbuf, errlen)) != MS_OK)
+        return err;
+    s->vhosts[r] = lws_create_vhost(s->ctx, &vi);
+    if (s->vhosts[r] == NULL)
+        return ms_errf(errbuf, errlen, MS_ERR_IO, "cannot listen on %s address %s%s",
+                       role_names[r], addr, r == ROLE_METRICS && tls ? " (or set up its TLS)" : "");
+    return MS_OK;
+}
+
 ms_server_t *ms_server_start(const ms_server_options_t *opts, char *errbuf, size_t errlen)
 {
     struct lws_context_creation_info info;
@@ -569,37 +601,9 @@ ms_server_t *ms_server_start(const ms_server_options_t *opts, char *errbuf, size
         ms_errf(errbuf, errlen, MS_ERR_IO, "cannot create the HTTP server context");
         goto fail;
     }
-    for (int r = 0; r < 2; r++) {
-        struct lws_context_creation_info vi;
-        char host[256];
-        int port;
-
-        if (addr_off(addrs[r]))
-            continue;
-        if (!parse_addr(addrs[r], host, sizeof host, &port)) {
-            ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                    "%s address \"%s\": want HOST:PORT, :PORT or 0", role_names[r], addrs[r]);
+    for (int r = 0; r < 2; r++)
+        if (!addr_off(addrs[r]) && listen_role(s, r, addrs[r], tls, errbuf, errlen) != MS_OK)
             goto fail;
-        }
-        s->roles[r] = (role_t)r;
-        s->protocols[r][0] = (struct lws_protocols){
-            .name = "http", .callback = callback, .per_session_data_size = sizeof(session_t),
-            .rx_buffer_size = 0, .user = &s->roles[r]};
-        memset(&vi, 0, sizeof vi);
-        vi.vhost_name = role_names[r];
-        vi.port = port; /* 0: the kernel picks; ms_server_*_port() tell which */
-        vi.iface = host[0] ? host : NULL;
-        vi.protocols = s->protocols[r];
-        vi.options = LWS_SERVER_OPTION_DISABLE_IPV6 | LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
-        if (r == ROLE_METRICS && tls && metrics_tls(s, &vi, errbuf, errlen) != MS_OK)
-            goto fail;
-        s->vhosts[r] = lws_create_vhost(s->ctx, &vi);
-        if (s->vhosts[r] == NULL) {
-            ms_errf(errbuf, errlen, MS_ERR_IO, "cannot listen on %s address %s%s", role_names[r],
-                    addrs[r], r == ROLE_METRICS && tls ? " (or set up its TLS)" : "");
-            goto fail;
-        }
-    }
     if (opts->authorize != NULL && s->vhosts[ROLE_METRICS] != NULL) {
         if (pthread_create(&s->auth_thread, NULL, authorize_loop, s) != 0) {
             ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start the authorization thread");

@@ -312,3 +312,25 @@ out:
     free(keys);
     return err;
 }
+
+/* ---- plain lookups ---- */
+
+const cJSON *ms_json_child(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+const cJSON *ms_json_member(const cJSON *obj, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, a);
+
+    return b != NULL ? cJSON_GetObjectItemCaseSensitive(v, b) : v;
+}
+
+const char *ms_json_string_member(const cJSON *obj, const char *a, const char *b,
+                                  const char *fallback)
+{
+    const cJSON *v = ms_json_member(obj, a, b);
+
+    return cJSON_IsString(v) ? v->valuestring : fallback;
+}

@@ -9,13 +9,18 @@
 #include "meshscaler/strmap.h"
 #include "meshscaler/xalloc.h"
 
+uint64_t ms_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 uint64_t ms_strmap_hash(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
+    return ms_fnv1a(MS_FNV1A_BASIS, s, len);
 }
 
 void ms_strmap_init(ms_strmap_t *m) { memset(m, 0, sizeof *m); }

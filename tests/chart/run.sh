@@ -22,10 +22,9 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 chart="$root/charts/meshscaler"
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+# pass, fail, check, eventually
+# shellcheck source-path=SCRIPTDIR source=../lib/check.sh
+. "$root/tests/lib/check.sh"
 finish() { echo "$passed passed, $failed failed"; [[ $failed -eq 0 ]]; }
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/meshscaler-chart.XXXXXX")"
@@ -83,7 +82,7 @@ rendered() {
     return
   fi
   if out="$(python3 "$here/check.py" render "$name" "$work/$name.yaml" 2>&1)"; then
-    ok "helm template ($name): key facts hold"
+    pass "helm template ($name): key facts hold"
   else
     fail "helm template ($name): $(echo "$out" | head -n 8 | tr '\n' ';')"
   fi
@@ -97,7 +96,7 @@ refused() {
   if template "refuse-$name" -- "$@"; then
     fail "refuses $name: helm template succeeded"
   elif grep -qE -- "$pattern" "$work/refuse-$name.err"; then
-    ok "refuses $name: $(grep -E -m1 -- "$pattern" "$work/refuse-$name.err" | sed 's/^Error: //; s/^- //' | cut -c1-110)"
+    pass "refuses $name: $(grep -E -m1 -- "$pattern" "$work/refuse-$name.err" | sed 's/^Error: //; s/^- //' | cut -c1-110)"
   else
     fail "refuses $name, but the message does not match /$pattern/: $(head -c 300 "$work/refuse-$name.err" | tr '\n' ' ')"
   fi
@@ -108,38 +107,38 @@ refused() {
 # A helm without a release's version flags assumes Kubernetes 1.20 and refuses the
 # chart's kubeVersion (>=1.27.0-0).
 if "$HELM" template t "$chart" "${URL[@]}" >"$work/no-kube-version.yaml" 2>"$work/no-kube-version.err"; then
-  ok "helm template without --kube-version renders (helm $("$HELM" version --template '{{.Version}}' 2>/dev/null))"
+  pass "helm template without --kube-version renders (helm $("$HELM" version --template '{{.Version}}' 2>/dev/null))"
 else
   fail "helm template without --kube-version: $(head -c 300 "$work/no-kube-version.err" | tr '\n' ' ')"
 fi
-if "$HELM" lint --strict "$chart" "${URL[@]}" >"$work/lint.log" 2>&1; then ok "helm lint --strict"
+if "$HELM" lint --strict "$chart" "${URL[@]}" >"$work/lint.log" 2>&1; then pass "helm lint --strict"
 else fail "helm lint --strict: $(grep -E '\[(ERROR|WARNING)\]' "$work/lint.log" | head -n 3 | tr '\n' ' ')"; fi
 
 if "$HELM" lint --strict "$chart" "${URL[@]}" --set serviceMonitor.enabled=true --set prometheusRule.enabled=true \
   --set networkPolicy.enabled=true --set grafanaDashboard.enabled=true >"$work/lint-all.log" 2>&1; then
-  ok "helm lint --strict (ServiceMonitor, PrometheusRule, NetworkPolicy, dashboard on)"
+  pass "helm lint --strict (ServiceMonitor, PrometheusRule, NetworkPolicy, dashboard on)"
 else
   fail "helm lint --strict, everything on: $(grep -E '\[(ERROR|WARNING)\]' "$work/lint-all.log" | head -n 3 | tr '\n' ' ')"
 fi
 
 project_version="$(sed -nE 's/^project\(meshscaler VERSION ([0-9.]+).*/\1/p' "$root/CMakeLists.txt")"
 app_version="$(sed -nE 's/^appVersion: "?([^"]*)"?$/\1/p' "$chart/Chart.yaml")"
-if [[ -n "$project_version" && "$app_version" == "$project_version" ]]; then ok "Chart.yaml appVersion $app_version = CMakeLists.txt project version"
+if [[ -n "$project_version" && "$app_version" == "$project_version" ]]; then pass "Chart.yaml appVersion $app_version = CMakeLists.txt project version"
 else fail "Chart.yaml appVersion '$app_version' differs from CMakeLists.txt project version '$project_version'"; fi
 
 if cmp -s "$root/manifests/10-crd.yaml" "$chart/crds/meshautoscalers.autoscaling.meshscaler.io.yaml"; then
-  ok "crds/ is identical to manifests/10-crd.yaml"
+  pass "crds/ is identical to manifests/10-crd.yaml"
 else
   fail "charts/meshscaler/crds/meshautoscalers.autoscaling.meshscaler.io.yaml differs from manifests/10-crd.yaml (cp manifests/10-crd.yaml over it)"
 fi
 
-if out="$(python3 "$here/check.py" values "$chart" 2>&1)"; then ok "every value is documented (# --) and in the chart README"
+if out="$(python3 "$here/check.py" values "$chart" 2>&1)"; then pass "every value is documented (# --) and in the chart README"
 else fail "values documentation: $(echo "$out" | head -n 5 | tr '\n' ';')"; fi
 
 if "$HELM" package "$chart" --destination "$work/pkg" >"$work/package.log" 2>&1 &&
   tar -tzf "$work"/pkg/meshscaler-*.tgz >"$work/pkg.list" 2>/dev/null &&
   grep -q 'meshscaler/dashboards/meshscaler.json' "$work/pkg.list" && ! grep -q 'series.txt' "$work/pkg.list"; then
-  ok "helm package: the dashboard is in, series.txt is not"
+  pass "helm package: the dashboard is in, series.txt is not"
 else
   fail "helm package: $(tail -n 2 "$work/package.log" | tr '\n' ' ')"
 fi
@@ -263,33 +262,33 @@ PY
     if [[ $rc == 1 ]] && grep -q 'cannot start' "$work/$name.ctl.out"; then accepted+=("$name")
     else refused_by+=("$name (exit $rc: $(head -c 200 "$work/$name.ctl.out" | tr '\n' ' '))"); fi
   done
-  if [[ ${#refused_by[@]} -eq 0 ]]; then ok "${ms_bin#"$root/"} accepts the args of ${#accepted[@]} rendered value sets"
+  if [[ ${#refused_by[@]} -eq 0 ]]; then pass "${ms_bin#"$root/"} accepts the args of ${#accepted[@]} rendered value sets"
   else fail "${ms_bin#"$root/"} refuses the rendered args of: ${refused_by[*]}"; fi
 else
   echo "note: no meshscaler binary (MS_BIN, MS_BUILD_DIR or build*/): the rendered args were not parsed by the controller"
 fi
 
 # --- derived files ---------------------------------------------------------------------
-if out="$("$root/scripts/gen-manifests.sh" --check 2>&1)"; then ok "manifests/ is what scripts/gen-manifests.sh renders"
+if out="$("$root/scripts/gen-manifests.sh" --check 2>&1)"; then pass "manifests/ is what scripts/gen-manifests.sh renders"
 else fail "scripts/gen-manifests.sh --check: $(echo "$out" | head -n 12 | tr '\n' ';')"; fi
 
 if template rules -- "${URL[@]}" --set prometheusRule.enabled=true --show-only templates/prometheusrule.yaml &&
   out="$(python3 "$here/check.py" series "$chart" "$work/rules.yaml" 2>&1)"; then
-  ok "the dashboard parses; the series it and the alerts read are those of series.txt ($(grep -c . "$chart/series.txt"))"
+  pass "the dashboard parses; the series it and the alerts read are those of series.txt ($(grep -c . "$chart/series.txt"))"
 else
   fail "dashboard and series: ${out:-$(head -c 300 "$work/rules.err")}"
 fi
 
 kind_yaml=("$root"/e2e/kind/*.yaml)
 if [[ -e "${kind_yaml[0]}" ]]; then
-  if out="$(python3 "$here/check.py" yaml "${kind_yaml[@]}" 2>&1)"; then ok "e2e/kind/*.yaml parse"
+  if out="$(python3 "$here/check.py" yaml "${kind_yaml[@]}" 2>&1)"; then pass "e2e/kind/*.yaml parse"
   else fail "e2e/kind/*.yaml: $out"; fi
 fi
 
 if command -v shellcheck >/dev/null 2>&1; then
   scripts=("$root/scripts/gen-manifests.sh" "$here/run.sh")
   for f in "$root"/e2e/kind/*.sh; do [[ -e "$f" ]] && scripts+=("$f"); done
-  if out="$(shellcheck -x "${scripts[@]}" 2>&1)"; then ok "shellcheck: ${scripts[*]#"$root/"}"
+  if out="$(shellcheck -x "${scripts[@]}" 2>&1)"; then pass "shellcheck: ${scripts[*]#"$root/"}"
   else fail "shellcheck: $(echo "$out" | head -n 12 | tr '\n' ';')"; fi
 fi
 

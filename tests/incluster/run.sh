@@ -41,23 +41,9 @@ FULL="$REL-meshscaler"
 SA="system:serviceaccount:$NS:$FULL"
 WORK="$(mktemp -d /tmp/meshscaler-incluster.XXXXXX)"
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok   - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1${2:+: $2}"; }
-check() {
-  local name="$1"; shift
-  local out
-  if out="$("$@" 2>&1)"; then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"; fi
-}
-eventually() {
-  local secs="$1"; shift
-  local deadline=$((SECONDS + secs))
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 1
-  done
-}
+# pass, fail, check, eventually
+# shellcheck source-path=SCRIPTDIR source=../lib/check.sh
+. "$REPO/tests/lib/check.sh"
 note() { echo "     $*"; }
 k() { "$KUBECTL" "$@"; }
 jget() { k get -n "$1" "$2" "$3" -o "jsonpath=$4" 2>/dev/null; }

@@ -134,7 +134,7 @@ SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktr
 VG_CMD=(valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite,indirect)
 UM_VERSION=1.14.1
 FAST=${MUT_FAST:-'^(unit|scenario|invalid|cli)\.'}
-DEFAULT_FILES=(src/engine/*.c src/prom/decode.c src/prom/tick.c src/controller/status.c
+DEFAULT_FILES=(src/engine/*.c src/prom/decode.c src/prom/result.c src/prom/tick.c src/controller/status.c
                src/controller/workqueue.c src/kube/watch.c src/kube/informer.c src/kube/lease.c)
 
 renice -n "${MUT_NICE:-19}" -p $$ >/dev/null 2>&1 || true

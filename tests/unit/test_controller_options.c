@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "meshscaler/controller_options.h"
+#include "meshscaler/duration.h"
 
 #define URL "--prometheus-url=http://prom:9090"
 
@@ -344,12 +345,12 @@ static void test_durations_like_go(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        assert_true(ms_controller_duration_parse(ok[i].text, &d));
+        assert_true(ms_duration_parse(ok[i].text, &d));
         assert_float_equal(d, ok[i].want, 1e-9);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         d = 42;
-        assert_false(ms_controller_duration_parse(bad[i], &d));
+        assert_false(ms_duration_parse(bad[i], &d));
         assert_true(d == 42);
     }
 }

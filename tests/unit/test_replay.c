@@ -238,11 +238,111 @@ static void answers_stay_within_the_memory_budget(void **state)
     assert_int_equal(MS_REPLAY_DEFAULT_MAX_BYTES, 64u * 1024u * 1024u);
 }
 
+/* ---- the output formats (output.c) ---- */
+
+/* One step of 2 metrics: up0 read (1.5 over 2 pods of a known count), up1
+ * missing; meshscaler wants 3 of the 2 it had, the target had 2. */
+typedef struct {
+    ms_spec_t spec;
+    ms_observation_t obs;
+    ms_prom_object_obs_t why;
+    ms_decision_t d;
+    ms_engine_memory_t mem;
+    ms_replay_tick_t tick;
+} one_step_t;
+
+static void one_step(one_step_t *st)
+{
+    memset(st, 0, sizeof *st);
+    spec_with(&st->spec, 2);
+    st->obs.current_replicas = 2;
+    st->obs.metrics[0] = (ms_sample_t){.present = true, .value = 1.5};
+    st->obs.metric_pods[0] = (ms_pods_t){.known = true, .count = 2};
+    st->why.metrics[1].reason = MS_PROM_NO_DATA;
+    ms_engine_memory_init(&st->mem);
+    st->d.current_replicas = 2;
+    st->d.desired_replicas = 3;
+    st->d.reason = MS_REASON_DesiredWithinRange;
+    st->tick = (ms_replay_tick_t){.time = 1796002155, .actual = 2, .read = &st->obs,
+                                  .obs = &st->obs, .why = &st->why, .decision = &st->d,
+                                  .memory = &st->mem};
+}
+
+/* What `call` wrote to `to`, into text (the caller frees it). */
+#define CAPTURE(text, call)                                                     \
+    do {                                                                        \
+        size_t capture_len;                                                     \
+        FILE *to = open_memstream(&(text), &capture_len);                       \
+        assert_non_null(to);                                                    \
+        call;                                                                   \
+        assert_int_equal(fclose(to), 0);                                        \
+    } while (0)
+
+/* The table: a column per metric, the value over its target or why it is
+ * missing, and the reason; the JSON line: decide's with actualReplicas. */
+static void table_and_json_lines_show_one_step(void **state)
+{
+    one_step_t st;
+    char *header = NULL, *row = NULL, *line = NULL;
+    cJSON *json;
+    (void)state;
+
+    one_step(&st);
+    CAPTURE(header, ms_replay_table_header(to, &st.spec));
+    CAPTURE(row, ms_replay_table_row(to, &st.spec, &st.tick));
+    CAPTURE(line, ms_replay_json_line(to, &st.spec, &st.tick));
+    assert_string_equal(header, "TIME                 ACTUAL REPLICAS DESIRED  up0               "
+                                "  up1                 REASON\n");
+    assert_string_equal(row, "2026-11-30T01:29:15Z      2        2       3  1.5/1             "
+                             "  NO_DATA             DesiredWithinRange\n");
+    json = cJSON_Parse(line);
+    assert_non_null(json);
+    assert_int_equal(ms_json_child(json, "actualReplicas")->valueint, 2);
+    assert_int_equal(ms_json_child(json, "desiredReplicas")->valueint, 3);
+    cJSON_Delete(json);
+    free(header);
+    free(row);
+    free(line);
+    ms_spec_cleanup(&st.spec);
+}
+
+/* The scenario tick holds exactly what the engine was given: a partial
+ * reading as {value, pods}, a missing one as null. The summary's JSON says
+ * null for a scale-up that never came. */
+static void scenario_tick_and_summary_hold_what_was_given(void **state)
+{
+    one_step_t st;
+    ms_replay_summary_t sum = {.steps = 4, .step = 15, .scale_events = 1,
+                               .first_scale_up = 1796002155, .first_actual_scale_up = NAN};
+    cJSON *tick, *summary;
+    const cJSON *up0;
+    (void)state;
+
+    one_step(&st);
+    tick = ms_replay_scenario_tick(&st.spec, &st.tick);
+    up0 = ms_json_member(tick, "metrics", "up0");
+    assert_true(cJSON_IsNumber(ms_json_child(up0, "value")));
+    assert_true(ms_json_child(up0, "value")->valuedouble == 1.5);
+    assert_true(cJSON_IsNumber(ms_json_child(up0, "pods")));
+    assert_int_equal(ms_json_child(up0, "pods")->valueint, 2);
+    assert_true(cJSON_IsNull(ms_json_member(tick, "metrics", "up1")));
+    assert_int_equal(ms_json_child(tick, "currentReplicas")->valueint, 2);
+    cJSON_Delete(tick);
+    summary = ms_replay_summary_json(&sum);
+    assert_int_equal(ms_json_member(summary, "summary", "steps")->valueint, 4);
+    assert_true(ms_json_member(summary, "summary", "firstScaleUp")->valuedouble == 1796002155);
+    assert_true(cJSON_IsNull(ms_json_member(summary, "summary", "firstActualScaleUp")));
+    cJSON_Delete(summary);
+    ms_spec_cleanup(&st.spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(disordered_matrices_give_every_step_its_point),
         cmocka_unit_test(answers_stay_within_the_memory_budget),
+        cmocka_unit_test(table_and_json_lines_show_one_step),
+        cmocka_unit_test(scenario_tick_and_summary_hold_what_was_given),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

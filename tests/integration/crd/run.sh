@@ -13,10 +13,9 @@ if [[ -z "${KUBECTL:-}" || -z "${KUBECONFIG:-}" ]]; then
   exit 77
 fi
 k() { "$KUBECTL" "$@"; }
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+# pass, fail, check, eventually
+# shellcheck source-path=SCRIPTDIR source=../../lib/check.sh
+. "$root/tests/lib/check.sh"
 
 k apply -f "$root/manifests/10-crd.yaml" >/dev/null || { echo "crd: apply failed"; echo "0 passed, 1 failed"; exit 1; }
 k wait --for=condition=Established --timeout=30s crd/meshautoscalers.autoscaling.meshscaler.io >/dev/null
@@ -25,12 +24,12 @@ ns="crd-test-$$-$RANDOM"
 k create namespace "$ns" >/dev/null || { echo "crd: cannot create namespace $ns"; echo "0 passed, 1 failed"; exit 1; }
 
 # --- a valid object, and the defaults the API server fills in
-if out=$(k apply -n "$ns" -f "$here/valid-full.yaml" 2>&1); then ok "the full example (docs/decision-rules.md) is accepted"; else fail "the full example (docs/decision-rules.md) is refused: $out"; fi
+if out=$(k apply -n "$ns" -f "$here/valid-full.yaml" 2>&1); then pass "the full example (docs/decision-rules.md) is accepted"; else fail "the full example (docs/decision-rules.md) is refused: $out"; fi
 get() { k get mas api -n "$ns" -o "jsonpath=$1"; }
 check_default() { # jsonpath expected what
   local got
   got="$(get "$1")"
-  if [[ "$got" == "$2" ]]; then ok "default $3 = $2"; else fail "default $3: want $2, got '$got'"; fi
+  if [[ "$got" == "$2" ]]; then pass "default $3 = $2"; else fail "default $3: want $2, got '$got'"; fi
 }
 check_default '{.spec.dryRun}' false dryRun
 check_default '{.spec.guardrails.downstream[0].maxUtilization}' 0.7 maxUtilization
@@ -39,18 +38,18 @@ check_default '{.spec.fallback.failureThreshold}' 3 fallback.failureThreshold
 check_default '{.spec.fallback.mode}' CurrentIfHigher fallback.mode
 header="$(k get mas -n "$ns" 2>&1 | head -n 1)"
 if [[ "$header" =~ ^NAME\ +REFERENCE\ +TARGETS\ +MINPODS\ +MAXPODS\ +REPLICAS\ +DESIRED\ +REASON\ +AGE ]]; then
-  ok "printer columns: $header"
+  pass "printer columns: $header"
 else
   fail "printer columns: $header"
 fi
 if k get meshautoscaler api -n "$ns" >/dev/null 2>&1 && k get mas api -n "$ns" >/dev/null 2>&1; then
-  ok "short name mas and singular work"
+  pass "short name mas and singular work"
 else
   fail "short name or singular missing"
 fi
 status_patch='{"status":{"observedGeneration":1,"reference":"Deployment/api","currentReplicas":4,"desiredReplicas":8,"conditions":[{"type":"AbleToScale","status":"True","reason":"SucceededRescale","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}'
 if out=$(k patch mas api -n "$ns" --subresource=status --type=merge -p "$status_patch" 2>&1); then
-  ok "status subresource takes a status"
+  pass "status subresource takes a status"
 else
   fail "status subresource: $out"
 fi
@@ -70,7 +69,7 @@ merge(o,p); o["metadata"]["name"]="bad"; o["metadata"].pop("namespace",None); pr
     fail "$name: accepted"
     k delete mas bad -n "$ns" >/dev/null 2>&1
   elif [[ "$out" == *"$want"* ]]; then
-    ok "$name: refused ($want)"
+    pass "$name: refused ($want)"
   else
     fail "$name: refused, but without \"$want\": $out"
   fi
@@ -117,7 +116,7 @@ accept_patch() { # NAME PATCH : the valid object with PATCH is accepted
 o["spec"].update({k: v for k, v in p["spec"].items() if v is not None})
 [o["spec"].pop(k) for k, v in p["spec"].items() if v is None]
 o["metadata"]["name"]="bound"; o["metadata"].pop("namespace",None); print(json.dumps(o))' "$2")"
-  if out=$(printf '%s' "$obj" | k create --dry-run=server -n "$ns" -f - 2>&1); then ok "$1: accepted"
+  if out=$(printf '%s' "$obj" | k create --dry-run=server -n "$ns" -f - 2>&1); then pass "$1: accepted"
   else fail "$1: refused: $(cut -c1-300 <<<"$out")"; fi
 }
 accept_patch "query text of 65536 characters (9 queries)" "$(queries_patch 65536)"
@@ -144,7 +143,7 @@ for golden in "$fixtures"/*.golden.yaml; do
   # The goldens name namespaces of their own; dry-run them into this one.
   if out=$(sed -e "s/^  namespace: .*/  namespace: \"$ns\"/" "$golden" |
              k apply --dry-run=server -n "$ns" -f - 2>&1); then
-    ok "convert $name: the API server accepts it ($(grep -c '^kind: MeshAutoscaler' "$golden") MeshAutoscaler)"
+    pass "convert $name: the API server accepts it ($(grep -c '^kind: MeshAutoscaler' "$golden") MeshAutoscaler)"
   else
     fail "convert $name: refused: $out"
   fi
@@ -153,7 +152,7 @@ done
 for input in v1-defaults v2-resources-behavior list-two; do
   if out=$(sed -e "s/namespace: shop/namespace: $ns/" "$fixtures/$input.yaml" |
              k apply --dry-run=server -n "$ns" -f - 2>&1); then
-    ok "convert input $input is a valid HPA"
+    pass "convert input $input is a valid HPA"
   else
     fail "convert input $input refused: $out"
   fi
@@ -187,19 +186,19 @@ EOF
   if out=$("$ms" convert --kubeconfig "$KUBECONFIG" -n "$ns" shop 2>&1) &&
      [[ "$out" == *"proxy: envoy"* && "$out" == *'container: "istio-proxy"'* &&
         "$out" == *"averageUtilization: 55"* && "$out" == *"minReplicas: 2"* ]]; then
-    ok "convert of a live HPA finds Envoy in the Deployment's pod template"
+    pass "convert of a live HPA finds Envoy in the Deployment's pod template"
   else
     fail "convert of a live HPA: $out"
   fi
   if out=$(printf '%s\n' "$out" | k apply -n "$ns" -f - 2>&1) &&
      [[ "$(k get mas shop -n "$ns" -o 'jsonpath={.spec.dryRun}')" == true ]]; then
-    ok "the live conversion applies, in shadow mode (dryRun true)"
+    pass "the live conversion applies, in shadow mode (dryRun true)"
   else
     fail "the live conversion does not apply: $out"
   fi
   out=$("$ms" convert --kubeconfig "$KUBECONFIG" -n "$ns" nothere 2>&1); rc=$?
   if [[ $rc -eq 1 && "$out" == *"404"* ]]; then
-    ok "convert of a missing HPA exits 1 with the API server's answer"
+    pass "convert of a missing HPA exits 1 with the API server's answer"
   else
     fail "convert of a missing HPA: exit $rc: $out"
   fi

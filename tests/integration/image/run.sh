@@ -12,15 +12,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 : "${MESHSCALER_E2E_STATE:?run inside the environment of e2e/local}"
 LOCAL="$root/e2e/local"
 
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); echo "ok   - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1${2:+: $2}"; }
-check() {
-  local name="$1"; shift
-  local out
-  if out="$("$@" 2>&1)"; then pass "$name"; else fail "$name" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"; fi
-}
+# pass, fail, check
+# shellcheck source-path=SCRIPTDIR source=../../lib/check.sh
+. "$root/tests/lib/check.sh"
 note() { echo "     $*"; }
 
 CID=

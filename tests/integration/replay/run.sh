@@ -24,10 +24,9 @@ ms="$build/meshscaler"
 # shellcheck source-path=SCRIPTDIR source=../prom/lib.sh
 source "$root/tests/integration/prom/lib.sh"
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+# pass, fail, check, eventually
+# shellcheck source-path=SCRIPTDIR source=../../lib/check.sh
+. "$root/tests/lib/check.sh"
 
 if [[ ! -x "$ms" ]]; then
   echo "replay: no meshscaler at $ms"; echo "0 passed, 1 failed"; exit 1
@@ -68,7 +67,7 @@ print("# EOF")
 PYEOF
 mkdir -p "$work/data"
 if promtool tsdb create-blocks-from openmetrics "$work/history.om" "$work/data" >"$work/backfill.log" 2>&1; then
-  ok "promtool backfilled $(grep -c ' [0-9]*$' "$work/history.om") samples"
+  pass "promtool backfilled $(grep -c ' [0-9]*$' "$work/history.om") samples"
 else
   fail "promtool backfill: $(tail -3 "$work/backfill.log")"; echo "$passed passed, $failed failed"; exit 1
 fi
@@ -107,7 +106,7 @@ args=(replay -f "$work/mas.yaml" --prometheus-url "http://127.0.0.1:$port" --fro
       --chunk-steps 60)
 # A chunk of 60 steps: the 153 steps are read in three chunks (progress lines).
 if "$ms" "${args[@]}" -o json --svg "$work/chart.svg" >"$work/replay.jsonl" 2>"$work/replay.err"; then
-  ok "replay -o json ran ($(($(wc -l < "$work/replay.jsonl") - 1)) steps)"
+  pass "replay -o json ran ($(($(wc -l < "$work/replay.jsonl") - 1)) steps)"
 else
   fail "replay -o json: $(tail -3 "$work/replay.err")"
 fi
@@ -166,6 +165,6 @@ printf '%s\n' "$py_out" | grep -v '^PYSUM'
 read -r _ py_ok py_fail < <(printf '%s\n' "$py_out" | grep '^PYSUM' || echo "PYSUM 0 1")
 passed=$((passed + py_ok)); failed=$((failed + py_fail))
 progress_lines=$(grep -c '^replay: read up to' "$work/replay.err")
-if [[ $progress_lines -eq 3 ]]; then ok "three chunks read, a progress line each"; else fail "progress lines: $progress_lines"; fi
+if [[ $progress_lines -eq 3 ]]; then pass "three chunks read, a progress line each"; else fail "progress lines: $progress_lines"; fi
 echo "replay: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
