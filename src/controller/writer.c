@@ -30,17 +30,17 @@ struct ms__status_writer {
     ms_controller_t *c;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    ms_strmap_t pending;     /* "ns/name" -> pending_t* */
-    char **order;            /* keys in arrival order (ring) */
-    size_t cap, head, len;
+    ms__latest_t pending;    /* "ns/name" -> pending_t*, one per object */
     bool stopping;
     double drain_deadline;
     pthread_t *threads;
     int nthreads;
 };
 
-static void pending_free(pending_t *p)
+static void pending_free(void *val)
 {
+    pending_t *p = val;
+
     if (p == NULL)
         return;
     free(p->ns);
@@ -102,7 +102,8 @@ static void yield_to_decisions(ms__status_writer_t *w)
 {
     double until = ms_clock_monotonic() + YIELD_MAX;
 
-    while (!w->stopping && ms_workqueue_len(w->c->queue) > 0 && ms_clock_monotonic() < until) {
+    while (!w->stopping && ms_clock_monotonic() < until &&
+           (ms_workqueue_len(w->c->queue) > 0 || ms__scale_writer_pending(w->c->scale_writer) > 0)) {
         pthread_mutex_unlock(&w->lock);
         ms_clock_sleep(YIELD_STEP);
         pthread_mutex_lock(&w->lock);
@@ -117,23 +118,17 @@ static void *run(void *arg)
     ms_kube_background_set(true);
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        char *key;
         pending_t *p;
         double drain;
 
-        while (w->len == 0 && !w->stopping)
+        while (w->pending.len == 0 && !w->stopping)
             pthread_cond_wait(&w->cond, &w->lock);
         yield_to_decisions(w);
-        if (w->len == 0 && !w->stopping)
+        if (w->pending.len == 0 && !w->stopping)
             continue; /* another writer took it meanwhile */
-        if (w->len == 0 || (w->stopping && ms_clock_monotonic() > w->drain_deadline))
+        if (w->pending.len == 0 || (w->stopping && ms_clock_monotonic() > w->drain_deadline))
             break;
-        key = w->order[w->head];
-        w->order[w->head] = NULL;
-        w->head = (w->head + 1) % w->cap;
-        w->len--;
-        p = ms_strmap_del(&w->pending, key);
-        free(key);
+        p = ms__latest_pop(&w->pending);
         drain = w->stopping ? w->drain_deadline : 0;
         pthread_mutex_unlock(&w->lock);
         if (p != NULL)
@@ -150,9 +145,7 @@ ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size
     ms__status_writer_t *w = ms_xcalloc(1, sizeof *w);
 
     w->c = c;
-    w->cap = capacity > 0 ? capacity : 1024;
-    w->order = ms_xcalloc(w->cap, sizeof *w->order);
-    ms_strmap_init(&w->pending);
+    ms__latest_init(&w->pending, capacity);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
     w->threads = ms_xcalloc((size_t)(threads > 0 ? threads : 1), sizeof *w->threads);
@@ -164,10 +157,6 @@ ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size
 
 void ms__status_writer_free(ms__status_writer_t *w, double drain)
 {
-    size_t pos = 0;
-    const char *key;
-    void *val;
-
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->lock);
@@ -177,12 +166,7 @@ void ms__status_writer_free(ms__status_writer_t *w, double drain)
     pthread_mutex_unlock(&w->lock);
     for (int i = 0; i < w->nthreads; i++)
         pthread_join(w->threads[i], NULL);
-    while (ms_strmap_next(&w->pending, &pos, &key, &val))
-        pending_free(val);
-    ms_strmap_cleanup(&w->pending);
-    for (size_t i = 0; i < w->cap; i++)
-        free(w->order[i]);
-    free(w->order);
+    ms__latest_cleanup(&w->pending, pending_free);
     free(w->threads);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->cond);
@@ -192,7 +176,9 @@ void ms__status_writer_free(ms__status_writer_t *w, double drain)
 bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *name, cJSON *status)
 {
     char key[MS__KEY_MAX];
-    pending_t *p, *old;
+    pending_t *p;
+    void *old;
+    ms__latest_put_t put;
     char *text = status != NULL ? cJSON_PrintUnformatted(status) : NULL;
 
     cJSON_Delete(status);
@@ -205,28 +191,20 @@ bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *
         free(text);
         return false;
     }
-    old = ms_strmap_get(&w->pending, key);
-    if (old != NULL) {
-        /* Already queued: the newer patch takes its place in line. */
-        free(old->status);
-        old->status = text;
-        pthread_mutex_unlock(&w->lock);
-        return true;
-    }
-    if (w->len == w->cap) {
-        pthread_mutex_unlock(&w->lock);
-        free(text);
-        return false;
-    }
     p = ms_xcalloc(1, sizeof *p);
     p->ns = ms_xstrdup(ns);
     p->name = ms_xstrdup(name);
     p->status = text;
-    ms_strmap_put(&w->pending, key, p);
-    w->order[(w->head + w->len) % w->cap] = ms_xstrdup(key);
-    w->len++;
-    pthread_cond_signal(&w->cond);
+    /* Already queued: the newer patch takes the older one's turn. */
+    put = ms__latest_put(&w->pending, key, p, &old);
+    if (put == MS__LATEST_ADDED)
+        pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
+    pending_free(old);
+    if (put == MS__LATEST_FULL) {
+        pending_free(p);
+        return false;
+    }
     return true;
 }
 
@@ -235,7 +213,7 @@ size_t ms__status_writer_pending(ms__status_writer_t *w)
     size_t n;
 
     pthread_mutex_lock(&w->lock);
-    n = w->len;
+    n = w->pending.len;
     pthread_mutex_unlock(&w->lock);
     return n;
 }
