@@ -199,7 +199,7 @@ YAML
   # --- bad: 2 writes refused, then one allowed ---
   if wait_for 30 is_replicas "$ns" bad 3; then
     ok "oneround: slow: after 2 refused writes bad was written 2 -> 3 at its retry (a refused write is no scale event)"
-  else fail "oneround: slow: bad is $(replicas "$ns" bad) 20 s after the start, want 3; webhook saw: $(beh_requests bad | tr '\n' ';')"; fi
+  else fail "oneround: slow: bad is $(replicas "$ns" bad) 30 s after the start, want 3; webhook saw: $(beh_requests bad | tr '\n' ';')"; fi
   reqs="$(beh_requests bad | awk '{print $4}' | tr '\n' ' ')"
   scales="$(one_metric slow "^meshscaler_scales_total\\{.*name=\"bad\"")"
   wait_for 10 one_rescales "$ns" bad SuccessfulRescale 1
