@@ -631,11 +631,12 @@ static void shut_down(ms_controller_t *c)
      * syncs too, drained by the same deadline (their reports queue status
      * and events); statuses and events still queued get a moment, then the
      * lease goes. */
-    {
-        double left = drain_until - ms_clock_monotonic();
-        ms__scale_writer_free(c->scale_writer, left > 0 ? left : 0);
-        c->scale_writer = NULL;
+    if (!ms__scale_writer_drain(c->scale_writer, drain_until)) {
+        MS_LOG_WARN("scale writes did not finish in time: cancelling their requests");
+        atomic_store(&c->cancel, true);
     }
+    ms__scale_writer_free(c->scale_writer);
+    c->scale_writer = NULL;
     ms__status_writer_free(c->status_writer, 2);
     c->status_writer = NULL;
     ms__event_queue_free(c->events, 2);

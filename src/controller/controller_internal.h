@@ -612,9 +612,13 @@ void ms__sync_free(ms__item_t *it);
 /* `threads` writers of a queue of at most `capacity` objects (0 threads:
  * nobody writes, what is queued waits for the free; tests). */
 ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t capacity);
-/* Write what is queued for at most `drain` seconds, abandon the rest
- * (ms__sync_abandon), stop. NULL does nothing. */
-void ms__scale_writer_free(ms__scale_writer_t *w, double drain);
+/* Stop taking syncs; write what is queued until `deadline` (monotonic).
+ * True when every write was done by then; false when some still wait for
+ * their answer or a token: cancel the client's requests, then free. NULL: true. */
+bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline);
+/* Join the writers (a write in flight ends first: drained or cancelled),
+ * abandon what still waits (ms__sync_abandon), free. NULL does nothing. */
+void ms__scale_writer_free(ms__scale_writer_t *w);
 /* Queue the sync it (taken on true). A sync of the same object that still
  * waits is replaced: only the latest decision is written, the older one
  * abandoned. False (nothing taken: the worker writes it itself) when the

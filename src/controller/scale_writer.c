@@ -26,7 +26,8 @@
 struct ms__scale_writer {
     ms_controller_t *c;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    pthread_cond_t cond;     /* work queued, or stopping */
+    pthread_cond_t done;     /* a writer finished a write or left */
     ms__latest_t queue;      /* "ns/name" -> ms__item_t* (owned until a writer takes it) */
     size_t writing;          /* taken by a writer, not finished */
     bool stopping;
@@ -59,7 +60,9 @@ static void *run(void *arg)
         ms_kube_deadline_set(0);
         pthread_mutex_lock(&w->lock);
         w->writing--;
+        pthread_cond_broadcast(&w->done);
     }
+    pthread_cond_broadcast(&w->done);
     pthread_mutex_unlock(&w->lock);
     return NULL;
 }
@@ -72,6 +75,7 @@ ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t
     ms__latest_init(&w->queue, capacity);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
+    ms_clock_cond_init(&w->done);
     w->threads = ms_xcalloc((size_t)(threads > 0 ? threads : 1), sizeof *w->threads);
     for (int i = 0; i < threads; i++) /* 0: a queue nobody takes from (tests) */
         if (pthread_create(&w->threads[w->nthreads], NULL, run, w) == 0)
@@ -79,15 +83,35 @@ ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t
     return w;
 }
 
-void ms__scale_writer_free(ms__scale_writer_t *w, double drain)
+bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline)
+{
+    bool drained;
+
+    if (w == NULL)
+        return true;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    w->drain_deadline = deadline;
+    pthread_cond_broadcast(&w->cond);
+    while (w->queue.len + w->writing > 0 && w->nthreads > 0)
+        if (!ms_clock_cond_wait_until(&w->done, &w->lock, deadline))
+            break;
+    drained = w->queue.len + w->writing == 0;
+    pthread_mutex_unlock(&w->lock);
+    return drained;
+}
+
+void ms__scale_writer_free(ms__scale_writer_t *w)
 {
     ms__item_t *it;
 
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->lock);
-    w->stopping = true;
-    w->drain_deadline = ms_clock_monotonic() + drain;
+    if (!w->stopping) {
+        w->stopping = true;
+        w->drain_deadline = ms_clock_monotonic();
+    }
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->lock);
     for (int i = 0; i < w->nthreads; i++)
@@ -99,6 +123,7 @@ void ms__scale_writer_free(ms__scale_writer_t *w, double drain)
     free(w->threads);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->cond);
+    pthread_cond_destroy(&w->done);
     free(w);
 }
 

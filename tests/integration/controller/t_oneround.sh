@@ -152,15 +152,8 @@ one_small() {
   if [[ "$nscaled" == "$n" ]] && fle "$span" 10.5; then
     ok "oneround: small: the $n scale writes landed within $span s of the first at 2 requests a second (7.5 s at best; want at most 10.5)"
   else fail "oneround: small: $nscaled scale writes over $span s at 2 requests a second (want $n within 10.5 s: status writes and Events go after them)"; fi
-  # Stopped once its status writes drained: at 2 requests a second a SIGTERM
-  # with a backlog exited after 13.9 s in two CI-like runs (the status drain
-  # now ends by its 2 s, but the MeshAutoscaler informer's watch outlived its
-  # stop by ~10 s): an open defect, not what this test is about (closing note
-  # of 2 December; SIGTERM bounds are t_promfaults' and t_failover's).
-  wait_for 30 one_drained small || note "oneround: small: status writes still queued after 30 s"
   ctl_stop small
 }
-one_drained() { [[ "$(one_metric "$1" '^meshscaler_status_writes_queued')" == 0 ]]; }
 
 one_slow() {
   new_ns oneslow || { fail "oneround: namespace"; return; }
