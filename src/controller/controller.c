@@ -30,9 +30,13 @@
 /* Objects whose Events may wait to be written (one per object, type and
  * reason: newer ones fold into it); more are dropped, counted and logged. */
 #define EVENT_QUEUE 16384
-/* Objects whose status patch may wait to be written, and the threads writing. */
+/* Objects whose status patch may wait to be written, and the threads writing.
+ * A patch holds its writer for one round trip: 8 writers against an API
+ * server answering in ~0.4 s (10,000 objects in a mass change) wrote 21 a
+ * second, and 9,000 patches queued took ~8 minutes. They stay in the
+ * background of the token bucket, behind scale writes. */
 #define STATUS_QUEUE 16384
-#define STATUS_WRITERS 8
+#define STATUS_WRITERS 32
 /* Objects whose scale write may wait for a writer, and the writers: a write
  * takes its writer for one round trip (0.1-1 s against a busy API server),
  * so this many are in flight at once; past the client's rate limit they
