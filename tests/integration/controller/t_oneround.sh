@@ -152,8 +152,16 @@ one_small() {
   if [[ "$nscaled" == "$n" ]] && fle "$span" 10.5; then
     ok "oneround: small: the $n scale writes landed within $span s of the first at 2 requests a second (7.5 s at best; want at most 10.5)"
   else fail "oneround: small: $nscaled scale writes over $span s at 2 requests a second (want $n within 10.5 s: status writes and Events go after them)"; fi
+  # Stopped once its status writes drained: at 2 requests a second a SIGTERM
+  # with a backlog can take longer than ctl_stop's 12 s (a run on 2 December
+  # at load ~20: over 12 s, main thread in the Event drain; another 11.7 s:
+  # background status/Event requests completing at the 2/s rate for 8.5 s
+  # after SIGTERM, past their 2 s drains). An open defect, not what this test
+  # is about; SIGTERM bounds are t_promfaults' and t_failover's.
+  wait_for 30 one_drained small || note "oneround: small: status writes still queued after 30 s"
   ctl_stop small
 }
+one_drained() { [[ "$(one_metric "$1" '^meshscaler_status_writes_queued')" == 0 ]]; }
 
 one_slow() {
   new_ns oneslow || { fail "oneround: namespace"; return; }
