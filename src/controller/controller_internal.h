@@ -326,6 +326,11 @@ ms__event_queue_t *ms__event_queue_new(ms__event_send_fn send, void *send_ctx, s
                                        bool (*may_send)(void *ctx), void *ctx);
 /* Stop the thread after sending what is queued, for at most `drain` seconds. */
 void ms__event_queue_free(ms__event_queue_t *q, double drain);
+/* Stop taking Events after `deadline` (monotonic) and wait until what waits
+ * is sent or the deadline passed; true when nothing is left in flight or
+ * queued. An Event in flight that waits for a token has no deadline of its
+ * own: false says to cancel the client's requests before the free. NULL: true. */
+bool ms__event_queue_drain(ms__event_queue_t *q, double deadline);
 void ms__event_queue_push(ms__event_queue_t *q, const ms_kube_object_ref_t *ref, const char *type,
                           const char *reason, const char *message, double wall);
 /* Per reason, the Events dropped and the Events folded into a waiting one
@@ -375,6 +380,8 @@ typedef struct ms__scale_writer ms__scale_writer_t; /* scale_writer.c, below */
 ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size_t capacity);
 /* Stop after writing what is queued, for at most `drain` seconds. NULL does nothing. */
 void ms__status_writer_free(ms__status_writer_t *w, double drain);
+/* As ms__event_queue_drain, for the status patches. NULL: true. */
+bool ms__status_writer_drain(ms__status_writer_t *w, double deadline);
 /* Queue the merge patch `status` (the value of {"status": ...}; taken and
  * freed: the queue keeps its text) of ns/name. False when it was dropped
  * (queue full, stopping, out of memory). */

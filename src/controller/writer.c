@@ -31,6 +31,8 @@ struct ms__status_writer {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     ms__latest_t pending;    /* "ns/name" -> pending_t*, one per object */
+    size_t writing;          /* taken by a writer, not finished */
+    pthread_cond_t done;     /* a writer finished a patch or left */
     bool stopping;
     double drain_deadline;
     pthread_t *threads;
@@ -129,13 +131,17 @@ static void *run(void *arg)
         if (w->pending.len == 0 || (w->stopping && ms_clock_monotonic() > w->drain_deadline))
             break;
         p = ms__latest_pop(&w->pending);
+        w->writing++;
         drain = w->stopping ? w->drain_deadline : 0;
         pthread_mutex_unlock(&w->lock);
         if (p != NULL)
             write_one(w->c, p, drain);
         pending_free(p);
         pthread_mutex_lock(&w->lock);
+        w->writing--;
+        pthread_cond_broadcast(&w->done);
     }
+    pthread_cond_broadcast(&w->done);
     pthread_mutex_unlock(&w->lock);
     return NULL;
 }
@@ -148,6 +154,7 @@ ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size
     ms__latest_init(&w->pending, capacity);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
+    ms_clock_cond_init(&w->done);
     w->threads = ms_xcalloc((size_t)(threads > 0 ? threads : 1), sizeof *w->threads);
     for (int i = 0; i < threads; i++)
         if (pthread_create(&w->threads[w->nthreads], NULL, run, w) == 0)
@@ -155,14 +162,38 @@ ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size
     return w;
 }
 
+/* Under w->lock: stop taking patches after `deadline` (once). */
+static void stop_locked(ms__status_writer_t *w, double deadline)
+{
+    if (!w->stopping) {
+        w->stopping = true;
+        w->drain_deadline = deadline;
+    }
+    pthread_cond_broadcast(&w->cond);
+}
+
+bool ms__status_writer_drain(ms__status_writer_t *w, double deadline)
+{
+    bool drained;
+
+    if (w == NULL)
+        return true;
+    pthread_mutex_lock(&w->lock);
+    stop_locked(w, deadline);
+    while (w->pending.len + w->writing > 0 && w->nthreads > 0)
+        if (!ms_clock_cond_wait_until(&w->done, &w->lock, deadline))
+            break;
+    drained = w->pending.len + w->writing == 0;
+    pthread_mutex_unlock(&w->lock);
+    return drained;
+}
+
 void ms__status_writer_free(ms__status_writer_t *w, double drain)
 {
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->lock);
-    w->stopping = true;
-    w->drain_deadline = ms_clock_monotonic() + drain;
-    pthread_cond_broadcast(&w->cond);
+    stop_locked(w, ms_clock_monotonic() + drain);
     pthread_mutex_unlock(&w->lock);
     for (int i = 0; i < w->nthreads; i++)
         pthread_join(w->threads[i], NULL);
@@ -170,6 +201,7 @@ void ms__status_writer_free(ms__status_writer_t *w, double drain)
     free(w->threads);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->cond);
+    pthread_cond_destroy(&w->done);
     free(w);
 }
 

@@ -28,10 +28,12 @@
 #   in slow     scale writes are not bound to a worker each: 12 objects each
 #                asking 2 -> 4 at once, 2 workers (--concurrent-syncs 2), and
 #                an API server slow to admit each scale write (a validating
-#                webhook answers after 1.5 s): the 12 writes are in flight
-#                together and land within 4 s of the first (a worker per
-#                write, as on 1963794's parent: 12 x 1.5 s / 2 >= 7.5 s, and
-#                past the 5 s period a waiting sync's observation goes stale);
+#                webhook answers after 3 s): the 12 writes are in flight
+#                together and land within 8 s of the first (a worker per
+#                write, as on 1963794's parent: 5 x 3 s = 15 s at least from
+#                the first to the last, and past the 5 s period a waiting
+#                sync's observation goes stale; with the writers 1.0 s at
+#                load 2, 6.2 s at load ~20 and 1.5 s admissions);
 #                a 13th object whose first 2 writes are refused (403) is not
 #                recorded as having scaled: under a Pods policy of 1 per 60 s
 #                a recorded scale event would hold its next write a minute,
@@ -152,16 +154,8 @@ one_small() {
   if [[ "$nscaled" == "$n" ]] && fle "$span" 10.5; then
     ok "oneround: small: the $n scale writes landed within $span s of the first at 2 requests a second (7.5 s at best; want at most 10.5)"
   else fail "oneround: small: $nscaled scale writes over $span s at 2 requests a second (want $n within 10.5 s: status writes and Events go after them)"; fi
-  # Stopped once its status writes drained: at 2 requests a second a SIGTERM
-  # with a backlog can take longer than ctl_stop's 12 s (a run on 2 December
-  # at load ~20: over 12 s, main thread in the Event drain; another 11.7 s:
-  # background status/Event requests completing at the 2/s rate for 8.5 s
-  # after SIGTERM, past their 2 s drains). An open defect, not what this test
-  # is about; SIGTERM bounds are t_promfaults' and t_failover's.
-  wait_for 30 one_drained small || note "oneround: small: status writes still queued after 30 s"
   ctl_stop small
 }
-one_drained() { [[ "$(one_metric "$1" '^meshscaler_status_writes_queued')" == 0 ]]; }
 
 one_slow() {
   new_ns oneslow || { fail "oneround: namespace"; return; }
@@ -171,7 +165,7 @@ one_slow() {
   publish
   prom_wait "count(test_load{namespace=\"$ns\"}) == $((n + 1))" 15 || { fail "oneround: slow: series not in Prometheus"; return; }
   beh_webhook_start "$ns" || { fail "oneround: slow: the webhook did not start ($(head -c 300 "$WORK/beh-webhook/webhook.err" 2>/dev/null))"; beh_webhook_stop; return; }
-  for i in $(seq 1 $n); do beh_mode "m$i" sleep 100 1500; one_mas "$ns" "m$i"; done
+  for i in $(seq 1 $n); do beh_mode "m$i" sleep 100 3000; one_mas "$ns" "m$i"; done
   beh_mode bad deny 2
   k apply -n "$ns" -f - >/dev/null <<YAML
 apiVersion: autoscaling.meshscaler.io/v1alpha1
@@ -192,10 +186,10 @@ YAML
     --kube-api-qps 50 --kube-api-burst 50 || { fail "oneround: slow: controller not ready"; beh_webhook_stop; return; }
   if ! wait_for 60 one_all_at "$ns" $n 4; then fail "oneround: slow: not every Deployment reached 4 in 60 s"; fi
   read -r nscaled span < <(one_span "${CTL_ERR[slow]}" "$ns/m")
-  note "oneround: slow: $nscaled scale writes in $span s (each admitted after 1.5 s, 2 workers), stale observations $(one_metric slow '^meshscaler_stale_observations_total')"
-  if [[ "$nscaled" == "$n" ]] && fle "$span" 4; then
-    ok "oneround: slow: the $n scale writes landed within $span s of the first with 2 workers (want at most 4)"
-  else fail "oneround: slow: $nscaled scale writes over $span s with 2 workers, each admitted after 1.5 s (want $n within 4 s: a worker per write takes 7.5 s)"; fi
+  note "oneround: slow: $nscaled scale writes in $span s (each admitted after 3 s, 2 workers), stale observations $(one_metric slow '^meshscaler_stale_observations_total')"
+  if [[ "$nscaled" == "$n" ]] && fle "$span" 8; then
+    ok "oneround: slow: the $n scale writes landed within $span s of the first with 2 workers (want at most 8)"
+  else fail "oneround: slow: $nscaled scale writes over $span s with 2 workers, each admitted after 3 s (want $n within 8 s: a worker per write takes 15 s)"; fi
 
   # --- bad: 2 writes refused, then one allowed ---
   if wait_for 30 is_replicas "$ns" bad 3; then
