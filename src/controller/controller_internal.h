@@ -326,6 +326,11 @@ ms__event_queue_t *ms__event_queue_new(ms__event_send_fn send, void *send_ctx, s
                                        bool (*may_send)(void *ctx), void *ctx);
 /* Stop the thread after sending what is queued, for at most `drain` seconds. */
 void ms__event_queue_free(ms__event_queue_t *q, double drain);
+/* Stop taking Events after `deadline` (monotonic) and wait until what waits
+ * is sent or the deadline passed; true when nothing is left in flight or
+ * queued. An Event in flight that waits for a token has no deadline of its
+ * own: false says to cancel the client's requests before the free. NULL: true. */
+bool ms__event_queue_drain(ms__event_queue_t *q, double deadline);
 void ms__event_queue_push(ms__event_queue_t *q, const ms_kube_object_ref_t *ref, const char *type,
                           const char *reason, const char *message, double wall);
 /* Per reason, the Events dropped and the Events folded into a waiting one
@@ -341,14 +346,42 @@ void ms__event_queue_take_counts(ms__event_queue_t *q, double now, double period
 unsigned long ms__event_queue_dropped(ms__event_queue_t *q);
 unsigned long ms__event_queue_sent(ms__event_queue_t *q);
 
+/* ---- the latest value per key, in arrival order (latest.c) ---- */
+
+/* What waits to be written, one value per key (an object's "ns/name"): a key
+ * queued again keeps its turn and takes the newer value. The values belong
+ * to the queue's user; not locked (its user's lock guards it). */
+typedef struct {
+    ms_strmap_t values;  /* key -> value */
+    char **order;        /* owned keys in arrival order (a ring of cap) */
+    size_t cap, head, len;
+} ms__latest_t;
+
+typedef enum {
+    MS__LATEST_ADDED = 0, /* queued at the back */
+    MS__LATEST_REPLACED,  /* the key waited: *replaced is its older value, out of the queue */
+    MS__LATEST_FULL       /* cap keys wait: nothing taken */
+} ms__latest_put_t;
+
+/* An empty queue of at most `capacity` keys (0: 1024). */
+void ms__latest_init(ms__latest_t *q, size_t capacity);
+ms__latest_put_t ms__latest_put(ms__latest_t *q, const char *key, void *val, void **replaced);
+/* The value of the key that waited longest, out of the queue; NULL when empty. */
+void *ms__latest_pop(ms__latest_t *q);
+/* Empty it, each value to free_val (may be NULL), and free what it holds. */
+void ms__latest_cleanup(ms__latest_t *q, void (*free_val)(void *val));
+
 /* ---- status patches, written off the sync path (writer.c) ---- */
 
 typedef struct ms__status_writer ms__status_writer_t;
+typedef struct ms__scale_writer ms__scale_writer_t; /* scale_writer.c, below */
 /* `threads` writers of a queue of at most `capacity` objects, one pending
  * patch each (a newer one replaces it). */
 ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size_t capacity);
 /* Stop after writing what is queued, for at most `drain` seconds. NULL does nothing. */
 void ms__status_writer_free(ms__status_writer_t *w, double drain);
+/* As ms__event_queue_drain, for the status patches. NULL: true. */
+bool ms__status_writer_drain(ms__status_writer_t *w, double deadline);
 /* Queue the merge patch `status` (the value of {"status": ...}; taken and
  * freed: the queue keeps its text) of ns/name. False when it was dropped
  * (queue full, stopping, out of memory). */
@@ -434,6 +467,7 @@ struct ms_controller {
     ms_kube_recorder_t *recorder;  /* NULL in dry-run */
     ms__event_queue_t *events;
     ms__status_writer_t *status_writer; /* NULL in dry-run */
+    ms__scale_writer_t *scale_writer;   /* NULL in dry-run */
     /* NULL without --leader-elect, and until the caches synced (set by the
      * main loop while other threads read it: atomic). */
     ms_kube_elector_t *_Atomic elector;
@@ -513,6 +547,11 @@ typedef struct {
     int32_t hpa_desired;         /* its status.desiredReplicas; -1: none yet */
     cJSON *hpa_metrics;          /* owned copy of its status.currentMetrics, or NULL */
     bool may_write;              /* no dry-run, pause or conflict stops it */
+    ms_engine_memory_t before;   /* the memory before this decision: restored when it is
+                                    not written (no lease, someone else scaled) */
+    int32_t change;              /* the replicas a written scale changed (the scale event) */
+    bool decided;                /* the engine was asked (decide_first) */
+    bool engine_refused;         /* the engine refused the observation: nothing to record */
     bool applied;                /* a scale update was written */
     bool write_failed;
     bool write_dropped;          /* the lease was not valid: nothing written, retried soon */
@@ -555,8 +594,45 @@ void ms__kube_observe(ms_controller_t *c, const char *operation, double started,
 /* The round thread (round.c). */
 void *ms__round_main(void *arg);
 
-/* Sync the key the queue handed this worker (reconcile.c). */
+/* Sync the key the queue handed this worker (reconcile.c). A sync that
+ * decided a scale write hands itself to the scale writer and returns; the
+ * object stays busy until the writer finished it. */
 void ms__sync_key(ms_controller_t *c, const char *key);
+/* The rest of a sync handed to the scale writer (reconcile.c, on a writer
+ * thread): the write (its conflicts decided again as on a worker), the scale
+ * event only when written, the report; then the object is free again and
+ * the item (heap, from ms__sync_key) freed. */
+void ms__sync_write(ms_controller_t *c, ms__item_t *it);
+/* A handed-over sync whose write is not made (shutdown): the decision is
+ * forgotten, nothing reported, the object due again; the item freed. */
+void ms__sync_abandon(ms_controller_t *c, ms__item_t *it);
+/* Free a handed-over item (its round reference, copies) and nothing else:
+ * a newer sync of the object replaced it. */
+void ms__sync_free(ms__item_t *it);
+
+/* ---- scale writes, off the workers (scale_writer.c) ---- */
+
+/* A worker that decided a scale change hands its sync here and takes the
+ * next key: a few threads write the queued scales, several requests in
+ * flight, in the foreground of the client's token bucket (before status and
+ * Events), one pending write per object. */
+/* `threads` writers of a queue of at most `capacity` objects (0 threads:
+ * nobody writes, what is queued waits for the free; tests). */
+ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t capacity);
+/* Stop taking syncs; write what is queued until `deadline` (monotonic).
+ * True when every write was done by then; false when some still wait for
+ * their answer or a token: cancel the client's requests, then free. NULL: true. */
+bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline);
+/* Join the writers (a write in flight ends first: drained or cancelled),
+ * abandon what still waits (ms__sync_abandon), free. NULL does nothing. */
+void ms__scale_writer_free(ms__scale_writer_t *w);
+/* Queue the sync it (taken on true). A sync of the same object that still
+ * waits is replaced: only the latest decision is written, the older one
+ * abandoned. False (nothing taken: the worker writes it itself) when the
+ * queue is full or stopping. */
+bool ms__scale_writer_push(ms__scale_writer_t *w, ms__item_t *it);
+/* Syncs waiting for a writer and being written; 0 for NULL. */
+size_t ms__scale_writer_pending(ms__scale_writer_t *w);
 
 /* ---- pure helpers (unit-tested) ---- */
 

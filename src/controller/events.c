@@ -52,6 +52,8 @@ struct ms__event_queue {
     event_t **order;      /* the same, in arrival order (ring) */
     size_t cap, head, len;
     ms_strmap_t by_reason; /* reason -> reason_counts_t* (owned) */
+    bool sending;         /* the thread took an event and has not finished it */
+    pthread_cond_t done;  /* the thread finished an event or left */
     bool stopping;
     double drain_deadline;
     double logged;        /* monotonic: the last drop line, or the start */
@@ -119,6 +121,7 @@ static void *run(void *arg)
         q->head = (q->head + 1) % q->cap;
         q->len--;
         ms_strmap_del(&q->pending, e->key);
+        q->sending = true;
         drain = q->stopping ? q->drain_deadline : 0;
         pthread_mutex_unlock(&q->lock);
         ref = (ms_kube_object_ref_t){e->api_version, e->kind, e->ns, e->name, e->uid};
@@ -145,7 +148,10 @@ static void *run(void *arg)
                 q->sent++;
         }
         event_free(e);
+        q->sending = false;
+        pthread_cond_broadcast(&q->done);
     }
+    pthread_cond_broadcast(&q->done);
     pthread_mutex_unlock(&q->lock);
     return NULL;
 }
@@ -166,9 +172,36 @@ ms__event_queue_t *ms__event_queue_new(ms__event_send_fn send, void *send_ctx, s
     ms_strmap_init(&q->by_reason);
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->cond, NULL);
+    ms_clock_cond_init(&q->done);
     if (send != NULL && pthread_create(&q->thread, NULL, run, q) == 0)
         q->started = true;
     return q;
+}
+
+/* Under q->lock: stop taking Events after `deadline` (once). */
+static void stop_locked(ms__event_queue_t *q, double deadline)
+{
+    if (!q->stopping) {
+        q->stopping = true;
+        q->drain_deadline = deadline;
+    }
+    pthread_cond_broadcast(&q->cond);
+}
+
+bool ms__event_queue_drain(ms__event_queue_t *q, double deadline)
+{
+    bool drained;
+
+    if (q == NULL)
+        return true;
+    pthread_mutex_lock(&q->lock);
+    stop_locked(q, deadline);
+    while ((q->len > 0 || q->sending) && q->started)
+        if (!ms_clock_cond_wait_until(&q->done, &q->lock, deadline))
+            break;
+    drained = q->len == 0 && !q->sending;
+    pthread_mutex_unlock(&q->lock);
+    return drained;
 }
 
 void ms__event_queue_free(ms__event_queue_t *q, double drain)
@@ -180,9 +213,7 @@ void ms__event_queue_free(ms__event_queue_t *q, double drain)
     if (q == NULL)
         return;
     pthread_mutex_lock(&q->lock);
-    q->stopping = true;
-    q->drain_deadline = ms_clock_monotonic() + drain;
-    pthread_cond_broadcast(&q->cond);
+    stop_locked(q, ms_clock_monotonic() + drain);
     pthread_mutex_unlock(&q->lock);
     if (q->started)
         pthread_join(q->thread, NULL);
@@ -198,6 +229,7 @@ void ms__event_queue_free(ms__event_queue_t *q, double drain)
     free(q->order);
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->cond);
+    pthread_cond_destroy(&q->done);
     free(q);
 }
 

@@ -319,14 +319,35 @@ static ms_err_t write_scale(ms_controller_t *c, ms__item_t *it, ms_kube_scale_t 
     return err;
 }
 
-static void decide_and_apply(ms_controller_t *c, ms__item_t *it)
+/* Decide once from it->scale: the engine, then pausing. True when a scale
+ * write is wanted. it->before keeps the memory from before the decision. */
+static bool decide_once(ms_controller_t *c, ms__item_t *it)
 {
-    ms_engine_memory_t before;
     bool dry = c->cfg.dry_run || it->spec->dry_run;
-    int32_t change = 0;
+    ms_err_t err;
 
-    it->now = it->round->now;
-    it->wall = it->round->wall;
+    it->before = it->state->memory;
+    if ((err = decide(it)) != MS_OK) {
+        ms_errf(it->problem, sizeof it->problem, MS_OK, "the engine refused the observation: %s",
+                ms_strerror(err));
+        it->stage = MS__ENTRY_NO_SCALE;
+        it->transient = true;
+        it->engine_refused = true;
+        return false;
+    }
+    it->desired = it->d.desired_replicas;
+    it->pause_effect = ms_pause_apply(&it->pause, it->scale.replicas, &it->desired);
+    it->may_write = !dry && !it->conflict && it->pause_effect != MS_PAUSE_NO_WRITE;
+    it->stage = MS__ENTRY_OBSERVED;
+    return it->may_write && it->desired != it->scale.replicas;
+}
+
+/* The first decision of a sync; true when a scale write is wanted. */
+static bool decide_first(ms_controller_t *c, ms__item_t *it)
+{
+    bool dry = c->cfg.dry_run || it->spec->dry_run;
+
+    it->decided = true;
     if (!it->state->memory_ready) {
         ms__memory_restore(c, it);
         it->state->memory_ready = true;
@@ -335,52 +356,43 @@ static void decide_and_apply(ms_controller_t *c, ms__item_t *it)
                    ms__target_index_conflict(c->target_index, it->key, it->ns, it->spec->target_api_version,
                                              it->spec->target_kind, it->spec->target_name,
                                              it->conflict_with, sizeof it->conflict_with);
+    return decide_once(c, it);
+}
+
+/* Write the decided scale; a real conflict decides again from what is
+ * there now (never overwrite). Only a write that landed is a change. */
+static void apply(ms_controller_t *c, ms__item_t *it)
+{
     for (int attempt = 0;; attempt++) {
         ms_kube_scale_t fresh = {0};
-        ms_err_t err;
+        ms_err_t err = write_scale(c, it, &fresh);
 
-        before = it->state->memory;
-        if ((err = decide(it)) != MS_OK) {
-            ms_errf(it->problem, sizeof it->problem, MS_OK, "the engine refused the observation: %s",
-                    ms_strerror(err));
-            it->stage = MS__ENTRY_NO_SCALE;
-            it->transient = true;
-            return;
-        }
-        it->desired = it->d.desired_replicas;
-        it->pause_effect = ms_pause_apply(&it->pause, it->scale.replicas, &it->desired);
-        it->may_write = !dry && !it->conflict && it->pause_effect != MS_PAUSE_NO_WRITE;
-        it->stage = MS__ENTRY_OBSERVED;
-        if (!it->may_write || it->desired == it->scale.replicas)
-            break;
-        err = write_scale(c, it, &fresh);
         if (err == MS_OK) {
-            change = it->desired - it->scale.replicas;
+            it->change = it->desired - it->scale.replicas;
             it->applied = true;
             it->state->last_scale_time = it->wall;
-            break;
+            return;
         }
         if (it->write_dropped) {
             /* Not (or no longer surely) the leader: nothing was written. */
-            it->state->memory = before;
+            it->state->memory = it->before;
             it->transient = true;
-            break;
+            return;
         }
         if (err == MS_ERR_CONFLICT && fresh.resource_version[0] != '\0' &&
             attempt + 1 < MAX_WRITE_ATTEMPTS) {
             /* Someone else changed the replica count: forget this decision,
              * decide again from what is there now. Never overwrite. */
-            it->state->memory = before;
+            it->state->memory = it->before;
             it->scale = fresh;
+            if (!decide_once(c, it))
+                return;
             continue;
         }
         it->write_failed = true;
         it->transient = true;
-        break;
+        return;
     }
-    ms_engine_record_scale(&it->state->memory, it->spec, it->now, change);
-    if (dry)
-        compare_with_hpa(c, it);
 }
 
 /* ---- one key ---- */
@@ -416,10 +428,80 @@ static bool observation_stale(const ms_controller_t *c, const ms__item_t *it, do
     return it->entry->stage == MS__ENTRY_OBSERVED && now - it->round->observed > limit;
 }
 
+void ms__sync_free(ms__item_t *it)
+{
+    if (it == NULL)
+        return;
+    cJSON_Delete(it->obj);
+    cJSON_Delete(it->hpa_metrics);
+    ms__round_release((ms__round_t *)it->round);
+    free(it);
+}
+
+/* The object is free again: its next sync's time (a retry after a transient
+ * failure; at once after a stale observation), liveness progress. */
+static void release_object(ms_controller_t *c, ms__item_t *it, bool again_now)
+{
+    ms__object_t *o = it->state;
+
+    pthread_mutex_lock(&c->objects.lock);
+    o->busy = false;
+    if (again_now) {
+        o->due = 0; /* the next round observes it again */
+    } else if (it->transient) {
+        double period = it->spec != NULL && it->spec->sync_period_seconds > 0 ? it->spec->sync_period_seconds
+                                                                            : c->cfg.sync_period;
+        double retry = retry_time(o->failures++, period, ms_clock_monotonic());
+        if (retry < o->due)
+            o->due = retry;
+    } else {
+        o->failures = 0;
+    }
+    pthread_mutex_unlock(&c->objects.lock);
+    atomic_store(&c->progress, (uint_fast64_t)(ms_clock_monotonic() * 1000));
+}
+
+/* A sync's end: a decision's scale event (only a written change; none
+ * when the engine refused) and shadow comparison, then the report. */
+static void settle(ms_controller_t *c, ms__item_t *it)
+{
+    if (it->decided && !it->engine_refused) {
+        ms_engine_record_scale(&it->state->memory, it->spec, it->now, it->change);
+        if (c->cfg.dry_run || it->spec->dry_run)
+            compare_with_hpa(c, it);
+    }
+    ms__report(c, it);
+    ms_metrics_observe(c->metrics, c->fam.sync_seconds, NULL, ms_clock_monotonic() - it->started);
+}
+
+void ms__sync_write(ms_controller_t *c, ms__item_t *it)
+{
+    /* Waited past what its observation is good for: observed again, as a
+     * worker does with a sync that waited so long for it. */
+    if (observation_stale(c, it, ms_clock_monotonic())) {
+        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
+        it->state->memory = it->before;
+        release_object(c, it, true);
+        ms__sync_free(it);
+        return;
+    }
+    apply(c, it);
+    settle(c, it);
+    release_object(c, it, false);
+    ms__sync_free(it);
+}
+
+void ms__sync_abandon(ms_controller_t *c, ms__item_t *it)
+{
+    it->state->memory = it->before;
+    release_object(c, it, true);
+    ms__sync_free(it);
+}
+
 void ms__sync_key(ms_controller_t *c, const char *key)
 {
-    bool stale;
-    ms__item_t it = {0};
+    bool stale = false;
+    ms__item_t *it;
     ms__round_t *round;
     ms__object_t *o;
 
@@ -430,43 +512,31 @@ void ms__sync_key(ms_controller_t *c, const char *key)
         pthread_mutex_unlock(&c->objects.lock);
         return;
     }
-    it.entry = &round->entries[o->pending_index];
+    /* Owned by this sync, then by the scale writer if it takes it over. */
+    it = ms_xcalloc(1, sizeof *it);
+    it->entry = &round->entries[o->pending_index];
     o->pending = NULL;
     o->busy = true;
     pthread_mutex_unlock(&c->objects.lock);
 
-    it.key = key;
-    it.round = round;
-    it.state = o;
-    it.started = ms_clock_monotonic();
-    it.now = round->now;
-    it.wall = round->wall;
-    stale = observation_stale(c, &it, it.started);
-    if (stale)
-        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
-    else if (ms__controller_may_act(c) && load(c, &it)) {
-        if (it.stage == MS__ENTRY_OBSERVED)
-            decide_and_apply(c, &it);
-        ms__report(c, &it);
-        ms_metrics_observe(c->metrics, c->fam.sync_seconds, NULL, ms_clock_monotonic() - it.started);
-    }
-
-    pthread_mutex_lock(&c->objects.lock);
-    o->busy = false;
+    it->key = o->key; /* lives as long as the object, which busy keeps */
+    it->round = round;
+    it->state = o;
+    it->started = ms_clock_monotonic();
+    it->now = round->now;
+    it->wall = round->wall;
+    stale = observation_stale(c, it, it->started);
     if (stale) {
-        o->due = 0; /* the next round observes it again */
-    } else if (it.transient) {
-        double period = it.spec != NULL && it.spec->sync_period_seconds > 0 ? it.spec->sync_period_seconds
-                                                                            : c->cfg.sync_period;
-        double retry = retry_time(o->failures++, period, ms_clock_monotonic());
-        if (retry < o->due)
-            o->due = retry;
-    } else {
-        o->failures = 0;
+        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
+    } else if (ms__controller_may_act(c) && load(c, it)) {
+        if (it->stage == MS__ENTRY_OBSERVED && decide_first(c, it)) {
+            /* The write and what follows it are the scale writer's now. */
+            if (c->scale_writer != NULL && ms__scale_writer_push(c->scale_writer, it))
+                return;
+            apply(c, it);
+        }
+        settle(c, it);
     }
-    pthread_mutex_unlock(&c->objects.lock);
-    atomic_store(&c->progress, (uint_fast64_t)(ms_clock_monotonic() * 1000));
-    cJSON_Delete(it.obj);
-    cJSON_Delete(it.hpa_metrics);
-    ms__round_release(round);
+    release_object(c, it, stale);
+    ms__sync_free(it);
 }

@@ -55,15 +55,19 @@ static void metric_series(ms_controller_t *c, ms__item_t *it)
     const ms_spec_t *spec = it->spec;
     const ms_observation_t *obs = it->has_obs ? &it->obs.obs : NULL;
 
-    /* A new spec may have renamed metrics or downstreams: start its series afresh. */
-    if (it->state->series_generation != it->generation) {
+    /* A new spec may have renamed metrics or downstreams: start its series
+     * afresh. An object's first series (series_generation 0) replace none:
+     * the removal walks every series of each family, and the first syncs of
+     * 10,000 new objects made that 10,000 x 5 walks of 10,000 (a fifth of
+     * the controller's CPU in a mass change, perf). */
+    if (it->state->series_generation != 0 && it->state->series_generation != it->generation) {
         const char *obj[] = {it->ns, it->name};
         const int families[] = {c->fam.metric_value, c->fam.metric_target, c->fam.metric_desired,
                                 c->fam.ds_headroom, c->fam.ds_allowed};
         for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
             ms_metrics_remove_matching(c->metrics, families[f], obj, 2);
-        it->state->series_generation = it->generation;
     }
+    it->state->series_generation = it->generation;
     for (size_t i = 0; i < spec->nmetrics && i < it->d.nmetrics; i++) {
         const ms_metric_result_t *r = &it->d.metrics[i];
         const char *labels[] = {it->ns, it->name, spec->metrics[i].name};

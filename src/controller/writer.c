@@ -30,17 +30,19 @@ struct ms__status_writer {
     ms_controller_t *c;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    ms_strmap_t pending;     /* "ns/name" -> pending_t* */
-    char **order;            /* keys in arrival order (ring) */
-    size_t cap, head, len;
+    ms__latest_t pending;    /* "ns/name" -> pending_t*, one per object */
+    size_t writing;          /* taken by a writer, not finished */
+    pthread_cond_t done;     /* a writer finished a patch or left */
     bool stopping;
     double drain_deadline;
     pthread_t *threads;
     int nthreads;
 };
 
-static void pending_free(pending_t *p)
+static void pending_free(void *val)
 {
+    pending_t *p = val;
+
     if (p == NULL)
         return;
     free(p->ns);
@@ -102,7 +104,8 @@ static void yield_to_decisions(ms__status_writer_t *w)
 {
     double until = ms_clock_monotonic() + YIELD_MAX;
 
-    while (!w->stopping && ms_workqueue_len(w->c->queue) > 0 && ms_clock_monotonic() < until) {
+    while (!w->stopping && ms_clock_monotonic() < until &&
+           (ms_workqueue_len(w->c->queue) > 0 || ms__scale_writer_pending(w->c->scale_writer) > 0)) {
         pthread_mutex_unlock(&w->lock);
         ms_clock_sleep(YIELD_STEP);
         pthread_mutex_lock(&w->lock);
@@ -117,30 +120,28 @@ static void *run(void *arg)
     ms_kube_background_set(true);
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        char *key;
         pending_t *p;
         double drain;
 
-        while (w->len == 0 && !w->stopping)
+        while (w->pending.len == 0 && !w->stopping)
             pthread_cond_wait(&w->cond, &w->lock);
         yield_to_decisions(w);
-        if (w->len == 0 && !w->stopping)
+        if (w->pending.len == 0 && !w->stopping)
             continue; /* another writer took it meanwhile */
-        if (w->len == 0 || (w->stopping && ms_clock_monotonic() > w->drain_deadline))
+        if (w->pending.len == 0 || (w->stopping && ms_clock_monotonic() > w->drain_deadline))
             break;
-        key = w->order[w->head];
-        w->order[w->head] = NULL;
-        w->head = (w->head + 1) % w->cap;
-        w->len--;
-        p = ms_strmap_del(&w->pending, key);
-        free(key);
+        p = ms__latest_pop(&w->pending);
+        w->writing++;
         drain = w->stopping ? w->drain_deadline : 0;
         pthread_mutex_unlock(&w->lock);
         if (p != NULL)
             write_one(w->c, p, drain);
         pending_free(p);
         pthread_mutex_lock(&w->lock);
+        w->writing--;
+        pthread_cond_broadcast(&w->done);
     }
+    pthread_cond_broadcast(&w->done);
     pthread_mutex_unlock(&w->lock);
     return NULL;
 }
@@ -150,11 +151,10 @@ ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size
     ms__status_writer_t *w = ms_xcalloc(1, sizeof *w);
 
     w->c = c;
-    w->cap = capacity > 0 ? capacity : 1024;
-    w->order = ms_xcalloc(w->cap, sizeof *w->order);
-    ms_strmap_init(&w->pending);
+    ms__latest_init(&w->pending, capacity);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
+    ms_clock_cond_init(&w->done);
     w->threads = ms_xcalloc((size_t)(threads > 0 ? threads : 1), sizeof *w->threads);
     for (int i = 0; i < threads; i++)
         if (pthread_create(&w->threads[w->nthreads], NULL, run, w) == 0)
@@ -162,37 +162,55 @@ ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size
     return w;
 }
 
+/* Under w->lock: stop taking patches after `deadline` (once). */
+static void stop_locked(ms__status_writer_t *w, double deadline)
+{
+    if (!w->stopping) {
+        w->stopping = true;
+        w->drain_deadline = deadline;
+    }
+    pthread_cond_broadcast(&w->cond);
+}
+
+bool ms__status_writer_drain(ms__status_writer_t *w, double deadline)
+{
+    bool drained;
+
+    if (w == NULL)
+        return true;
+    pthread_mutex_lock(&w->lock);
+    stop_locked(w, deadline);
+    while (w->pending.len + w->writing > 0 && w->nthreads > 0)
+        if (!ms_clock_cond_wait_until(&w->done, &w->lock, deadline))
+            break;
+    drained = w->pending.len + w->writing == 0;
+    pthread_mutex_unlock(&w->lock);
+    return drained;
+}
+
 void ms__status_writer_free(ms__status_writer_t *w, double drain)
 {
-    size_t pos = 0;
-    const char *key;
-    void *val;
-
     if (w == NULL)
         return;
     pthread_mutex_lock(&w->lock);
-    w->stopping = true;
-    w->drain_deadline = ms_clock_monotonic() + drain;
-    pthread_cond_broadcast(&w->cond);
+    stop_locked(w, ms_clock_monotonic() + drain);
     pthread_mutex_unlock(&w->lock);
     for (int i = 0; i < w->nthreads; i++)
         pthread_join(w->threads[i], NULL);
-    while (ms_strmap_next(&w->pending, &pos, &key, &val))
-        pending_free(val);
-    ms_strmap_cleanup(&w->pending);
-    for (size_t i = 0; i < w->cap; i++)
-        free(w->order[i]);
-    free(w->order);
+    ms__latest_cleanup(&w->pending, pending_free);
     free(w->threads);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->cond);
+    pthread_cond_destroy(&w->done);
     free(w);
 }
 
 bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *name, cJSON *status)
 {
     char key[MS__KEY_MAX];
-    pending_t *p, *old;
+    pending_t *p;
+    void *old;
+    ms__latest_put_t put;
     char *text = status != NULL ? cJSON_PrintUnformatted(status) : NULL;
 
     cJSON_Delete(status);
@@ -205,28 +223,20 @@ bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *
         free(text);
         return false;
     }
-    old = ms_strmap_get(&w->pending, key);
-    if (old != NULL) {
-        /* Already queued: the newer patch takes its place in line. */
-        free(old->status);
-        old->status = text;
-        pthread_mutex_unlock(&w->lock);
-        return true;
-    }
-    if (w->len == w->cap) {
-        pthread_mutex_unlock(&w->lock);
-        free(text);
-        return false;
-    }
     p = ms_xcalloc(1, sizeof *p);
     p->ns = ms_xstrdup(ns);
     p->name = ms_xstrdup(name);
     p->status = text;
-    ms_strmap_put(&w->pending, key, p);
-    w->order[(w->head + w->len) % w->cap] = ms_xstrdup(key);
-    w->len++;
-    pthread_cond_signal(&w->cond);
+    /* Already queued: the newer patch takes the older one's turn. */
+    put = ms__latest_put(&w->pending, key, p, &old);
+    if (put == MS__LATEST_ADDED)
+        pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
+    pending_free(old);
+    if (put == MS__LATEST_FULL) {
+        pending_free(p);
+        return false;
+    }
     return true;
 }
 
@@ -235,7 +245,7 @@ size_t ms__status_writer_pending(ms__status_writer_t *w)
     size_t n;
 
     pthread_mutex_lock(&w->lock);
-    n = w->len;
+    n = w->pending.len;
     pthread_mutex_unlock(&w->lock);
     return n;
 }

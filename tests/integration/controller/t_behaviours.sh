@@ -345,6 +345,9 @@ PY
 #                    Deployment itself, which the webhook does not see)
 #   GEN alt N A B    set them to A, or to B when they are A
 #   GEN touch N      change an annotation only (same replicas)
+#   GEN sleep N MS   answer after MS milliseconds (a slow API server: the
+#                    write waits for its admission), then allow
+#   GEN deny N       refuse the write (403, "mse2e: denied")
 # The change lands while the write is in admission, so the API server's own
 # optimistic concurrency refuses the write with 409. Every request it sees is
 # logged as a JSON line: time, name, old and new replicas, what it did.
@@ -378,6 +381,7 @@ class H(BaseHTTPRequestHandler):
         old = ((req.get("oldObject") or {}).get("spec") or {}).get("replicas")
         new = ((req.get("object") or {}).get("spec") or {}).get("replicas")
         action = "allow"
+        delay = 0
         if req.get("userInfo", {}).get("username") == user and not req.get("dryRun"):
             with lock:
                 try:
@@ -401,11 +405,19 @@ class H(BaseHTTPRequestHandler):
                         elif words[1] == "touch":
                             patch(ns, name, {"metadata": {"annotations": {"mse2e/touched": repr(time.time())}}})
                             action = "touch"
+                        elif words[1] == "sleep":
+                            delay = int(words[3]) / 1000.0
+                            action = "sleep"
+                        elif words[1] == "deny":
+                            action = "deny"
                     except Exception as e:  # the test sees it in the log
                         action = f"error:{e}"
             log.write(json.dumps({"t": time.time(), "name": name, "old": old, "new": new, "action": action}) + "\n")
-        out = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-               "response": {"uid": req["uid"], "allowed": True}}
+        time.sleep(delay)
+        resp = {"uid": req["uid"], "allowed": action != "deny"}
+        if action == "deny":
+            resp["status"] = {"code": 403, "message": "mse2e: denied"}
+        out = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp}
         body = json.dumps(out).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
