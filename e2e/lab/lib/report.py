@@ -224,6 +224,13 @@ def arm_figures(p, arm, a, url):
             if n >= 0.99 * buckets[-1][1]:
                 late_p99 = le
                 break
+    # The sidecars' own in-flight count over the late peak (the hold's second half, once
+    # an autoscaler has had time to act): by Little's law, the peak's rate times the time
+    # a request takes on these pods, whatever slowed them (the overshoot bound's base on
+    # a machine slower than the nominal 50/s a pod).
+    inflight = one_range(url, 'sum(haproxy_server_current_sessions{namespace="%s",pod!=""})' % a["namespace"],
+                         hold_end - half, hold_end)
+    late_inflight = sum(inflight.values()) / len(inflight) if inflight else None
     summ = {}
     try:
         with open(a["summary"]) as f:
@@ -238,6 +245,7 @@ def arm_figures(p, arm, a, url):
         "errors_share_at_peak": None if peak_share is None else round(peak_share, 4),
         "p99_ms": summ.get("p99_ms"),
         "p50_ms": summ.get("p50_ms"),
+        "in_flight_late_peak": None if late_inflight is None else round(late_inflight, 1),
         "p99_ms_late_peak_at_most": None if late_p99 is None else (None if math.isinf(late_p99) else late_p99 * 1000),
         "start_replicas": start_count,
         "peak_replicas": peak_reps,
@@ -400,11 +408,28 @@ def fmt(v, unit="/s"):
     return "?" if v is None else "%.0f%s" % (v, unit)
 
 
+def needed_measured(p, f):
+    """The replicas that hold the sidecars' measured in-flight count at the target, or None."""
+    v = f.get("in_flight_late_peak")
+    if v is None:
+        return None
+    return math.ceil(v / (p["sidecar_maxconn"] * p["target_utilization"] / 100) - 1e-9)
+
+
+def overshoot_bound(p, f):
+    """What the peak needs at the target — at the nominal pod speed, or at the speed the
+    sidecars measured if the pods were slower (a starved machine) — plus OVERSHOOT_SLACK."""
+    measured = needed_measured(p, f)
+    return max(p["needed_at_target"], measured or 0) + OVERSHOOT_SLACK
+
+
 def overshoot_check(p, arm, f, check):
     """meshscaler's peak at most OVERSHOOT_SLACK above what the peak needs at the target."""
-    bound = p["needed_at_target"] + OVERSHOOT_SLACK
-    check("%s: no overshoot (peak %d replicas <= %d: the %d the peak needs at %d%%, + %d)"
-          % (arm, f["peak_replicas"], bound, p["needed_at_target"], p["target_utilization"], OVERSHOOT_SLACK),
+    bound = overshoot_bound(p, f)
+    check("%s: no overshoot (peak %d replicas <= %d: the peak needs %d at %d%% (%s at the %s in flight the "
+          "sidecars measured), + %d)"
+          % (arm, f["peak_replicas"], bound, p["needed_at_target"], p["target_utilization"],
+             num(needed_measured(p, f)), num(f.get("in_flight_late_peak")), OVERSHOOT_SLACK),
           f["peak_replicas"] <= bound)
 
 
@@ -508,17 +533,16 @@ def client_checks(arm, f, check):
           f["client_summary"] and f.get("abandoned") == 0)
 
 
-# Issue 22 asked for + 2; blind-vs-aware peaked at 12, 12, 12 and then 14 (2 December,
-# runs/blind-vs-aware-short-2026-12-02-overshoot.json): newly Ready pods read 93% in
-# flight at one instant. The controller now leaves pods that just turned Ready out of
-# per-pod metrics (docs/controller.md, step 6). Its one clean run peaked at 12 (runs/
-# ...-settle.json, all checks at + 2); three runs on a machine at load average 20-60
-# peaked at 16 (runs/...-loaded-1/2/3.json: the clients 0.8-4.3 s late, settled pods
-# at 88-94% in flight, slower than the 50/s a pod the bound assumes: errors above 1%
-# for 58 s or for good). Until three clean runs pass, + 4, which stays below every scenario's
-# maxReplicas (16, 24), so an overshoot to the max still fails.
-OVERSHOOT_SLACK = 4
-
+# The bound is what issue 22 asked: + 2 over the peak's need at the target. The need is
+# the larger of the nominal one (350/s at 50/s a pod, 70%: 10) and the one the sidecars
+# measured (their in-flight count over the hold's second half at 70% of maxconn), so a
+# machine that slows every pod (runs/...-loaded-1/2/3.json: load 20-60, settled pods at
+# 88-94% in flight with 16 replicas, errors for 58 s or for good) raises the need rather
+# than failing an autoscaler that read it right, while an overshoot of the controller's
+# own making still fails: runs/blind-vs-aware-short-2026-12-02-overshoot.json, newly
+# Ready pods counted twice, 14 replicas while requests took their nominal time (p50
+# 204 ms of 200: a need of 10). tests/lab/test_report.py pins both cases.
+OVERSHOOT_SLACK = 2
 # Past this the client itself shapes the load (e2e/lab/README.md, max_start_lag_ms).
 # Clean runs on 2 cores measured 36-161 ms, edge-flows the most (its pods start
 # while the client runs); a pause of the whole machine shows in both arms at once
