@@ -371,7 +371,46 @@ void *ms__latest_pop(ms__latest_t *q);
 /* Empty it, each value to free_val (may be NULL), and free what it holds. */
 void ms__latest_cleanup(ms__latest_t *q, void (*free_val)(void *val));
 
-/* ---- status patches, written off the sync path (writer.c) ---- */
+/* ---- a pool of writer threads over a latest-per-key queue (writer_pool.c) ---- */
+
+/* What a pool's values are: the scale writer's and the status writer's. */
+typedef struct {
+    /* Write val (taken). Runs on a pool thread, with the client's deadline
+     * capped at the drain deadline once the pool is stopping. */
+    void (*write)(void *ctx, void *val);
+    /* A value a newer one of its key replaced while it waited (taken). */
+    void (*replaced)(void *ctx, void *val);
+    /* A value still waiting when the pool is freed, never written (taken). */
+    void (*unwritten)(void *ctx, void *val);
+    /* Optional: true while other work goes first; the pool's writers then
+     * wait before each write, up to 2 s, looking again every 20 ms. */
+    bool (*yield)(void *ctx);
+    bool background;             /* its requests wait behind others' for tokens */
+    bool refuse_without_threads; /* a pool of 0 threads takes nothing */
+} ms__writer_pool_ops_t;
+
+typedef struct ms__writer_pool ms__writer_pool_t;
+
+/* `threads` writers (0: nobody writes, what is queued waits for the free;
+ * tests) of a queue of at most `capacity` keys. ops is copied. */
+ms__writer_pool_t *ms__writer_pool_new(const ms__writer_pool_ops_t *ops, void *ctx, int threads,
+                                       size_t capacity);
+/* Queue val under key (taken on true): a value of the same key that still
+ * waits is replaced (ops->replaced) and its turn kept. False, nothing taken,
+ * when the queue is full or the pool stopping. */
+bool ms__writer_pool_push(ms__writer_pool_t *p, const char *key, void *val);
+/* Stop taking values and write what is queued until `deadline` (monotonic;
+ * the first deadline set, here or by the free, holds). True when all was
+ * written by then. */
+bool ms__writer_pool_drain(ms__writer_pool_t *p, double deadline);
+/* Stop (writing for at most `drain` seconds more unless a drain began),
+ * join the writers, hand what still waits to ops->unwritten, free. NULL
+ * does nothing. */
+void ms__writer_pool_free(ms__writer_pool_t *p, double drain);
+/* Values queued, and with_writing: those being written too. */
+size_t ms__writer_pool_pending(ms__writer_pool_t *p, bool with_writing);
+
+/* ---- status patches, written off the sync path (status_writer.c) ---- */
 
 typedef struct ms__status_writer ms__status_writer_t;
 typedef struct ms__scale_writer ms__scale_writer_t; /* scale_writer.c, below */

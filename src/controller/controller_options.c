@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,67 +77,104 @@ typedef struct {
     kind_t kind;
     size_t offset;
     double min, max;
-    const char *range; /* how the range reads in messages */
+    const char *range;   /* how the range reads in messages */
+    const char *section; /* --help: the heading this option starts, else NULL */
+    const char *arg;     /* --help: what the value is; NULL for a boolean */
+    const char *help;    /* --help: one sentence, wrapped to the terminal's 80 columns */
 } option_t;
 
 #define OFF(field) offsetof(ms_controller_options_t, field)
 
+/* In --help order. */
 static const option_t options[] = {
-    {"kubeconfig", "kubeconfig", K_STRING, OFF(kubeconfig), 0, 0, NULL},
-    {"context", "context", K_STRING, OFF(context), 0, 0, NULL},
-    {"namespace", "namespace", K_NS, OFF(namespace_), 0, 0, NULL},
-    {"kube-api-qps", "kubeApiQps", K_QPS, OFF(kube_api_qps), 0, 100000, NULL},
-    {"kube-api-burst", "kubeApiBurst", K_INT, OFF(kube_api_burst), 1, 100000, "1..100000"},
-    {"prometheus-url", "prometheusUrl", K_URL, OFF(prometheus_url), 0, 0, NULL},
+    {"kubeconfig", "kubeconfig", K_STRING, OFF(kubeconfig), 0, 0, NULL, "Kubernetes:", "FILE",
+     "kubeconfig (default: $KUBECONFIG, in-cluster, then ~/.kube/config)"},
+    {"context", "context", K_STRING, OFF(context), 0, 0, NULL, NULL, "NAME",
+     "kubeconfig context (default: its current one)"},
+    {"namespace", "namespace", K_NS, OFF(namespace_), 0, 0, NULL, NULL, "NS",
+     "watch only this namespace (default: all)"},
+    {"kube-api-qps", "kubeApiQps", K_QPS, OFF(kube_api_qps), 0, 100000, NULL, NULL, "N",
+     "client-side API request rate (default 300; -1: none)"},
+    {"kube-api-burst", "kubeApiBurst", K_INT, OFF(kube_api_burst), 1, 100000, "1..100000", NULL,
+     "N", "requests allowed at once (default 600)"},
+    {"prometheus-url", "prometheusUrl", K_URL, OFF(prometheus_url), 0, 0, NULL, "Prometheus:",
+     "URL", "base URL (required)"},
     {"prometheus-bearer-token-file", "prometheusBearerTokenFile", K_STRING,
-     OFF(prometheus_bearer_token_file), 0, 0, NULL},
+     OFF(prometheus_bearer_token_file), 0, 0, NULL, NULL, "FILE",
+     "bearer token, re-read when it changes"},
     {"prometheus-basic-auth-username", "prometheusBasicAuthUsername", K_STRING,
-     OFF(prometheus_basic_auth_username), 0, 0, NULL},
+     OFF(prometheus_basic_auth_username), 0, 0, NULL, NULL, "NAME",
+     "basic auth user, with:"},
     {"prometheus-basic-auth-password-file", "prometheusBasicAuthPasswordFile", K_STRING,
-     OFF(prometheus_basic_auth_password_file), 0, 0, NULL},
-    {"prometheus-header", "prometheusHeaders", K_HEADER, OFF(prometheus_headers), 0, 0, NULL},
-    {"prometheus-ca-file", "prometheusCaFile", K_STRING, OFF(prometheus_ca_file), 0, 0, NULL},
+     OFF(prometheus_basic_auth_password_file), 0, 0, NULL, NULL, "FILE", ""},
+    {"prometheus-header", "prometheusHeaders", K_HEADER, OFF(prometheus_headers), 0, 0, NULL, NULL,
+     "\"NAME: VALUE\"", "extra request header (repeatable)"},
+    {"prometheus-ca-file", "prometheusCaFile", K_STRING, OFF(prometheus_ca_file), 0, 0, NULL, NULL,
+     "FILE", "CA bundle for Prometheus' certificate"},
     {"prometheus-insecure-skip-verify", "prometheusInsecureSkipVerify", K_BOOL,
-     OFF(prometheus_insecure_skip_verify), 0, 0, NULL},
+     OFF(prometheus_insecure_skip_verify), 0, 0, NULL, NULL, NULL,
+     "do not verify it (testing only)"},
     {"prometheus-timeout", "prometheusTimeout", K_DURATION, OFF(prometheus_timeout), 0.001, 600,
-     "1ms..10m"},
+     "1ms..10m", NULL, "DURATION", "per query (default 10s)"},
     /* A round's Prometheus work is bounded in time and bytes (one hung or
      * flooding Prometheus must not stall every object): 1 MiB per answer
      * (a preset's may take 4 KiB per object it covers), 64 MiB for all
      * answers of a round, and by default the smaller of the sync period and
      * 10 s. */
     {"prometheus-max-response-bytes", "prometheusMaxResponseBytes", K_BYTES,
-     OFF(prometheus_max_response_bytes), 65536, 1073741824.0, "64Ki..1Gi"},
+     OFF(prometheus_max_response_bytes), 65536, 1073741824.0, "64Ki..1Gi", NULL, "BYTES",
+     "one answer (default 1Mi); a preset's may take 4Ki per object it covers"},
     {"prometheus-max-round-bytes", "prometheusMaxRoundBytes", K_BYTES,
-     OFF(prometheus_max_round_bytes), 1048576, 4294967296.0, "1Mi..4Gi"},
+     OFF(prometheus_max_round_bytes), 1048576, 4294967296.0, "1Mi..4Gi", NULL, "BYTES",
+     "all answers of a round (default 64Mi)"},
     {"prometheus-round-timeout", "prometheusRoundTimeout", K_DURATION,
-     OFF(prometheus_round_timeout), 0.1, 3600, "100ms..1h"},
+     OFF(prometheus_round_timeout), 0.1, 3600, "100ms..1h", NULL, "DURATION",
+     "a round's queries together (default: the sync period, at most 10s)"},
     /* Default allow: earlier releases ran every query, and an upgrade must
      * not start refusing objects that work. Multi-tenant clusters want
      * namespaced (docs/controller.md, "Who may read what"). */
-    {"user-queries", "userQueries", K_USER_QUERIES, 0, 0, 0, NULL},
-    {"sync-period", "syncPeriod", K_DURATION, OFF(sync_period), 1, 3600, "1s..1h"},
-    {"concurrent-syncs", "concurrentSyncs", K_INT, OFF(concurrent_syncs), 1, 256, "1..256"},
-    {"dry-run", "dryRun", K_BOOL, OFF(dry_run), 0, 0, NULL},
-    {"output", "output", K_OUTPUT, 0, 0, 0, NULL},
-    {"leader-elect", "leaderElect", K_BOOL, OFF(leader_elect), 0, 0, NULL},
-    {"leader-election-id", "leaderElectionId", K_STRING, OFF(leader_election_id), 0, 0, NULL},
+    {"user-queries", "userQueries", K_USER_QUERIES, 0, 0, 0, NULL, NULL, "allow|namespaced|deny",
+     "who may run their own PromQL with these credentials (default allow; namespaced: only "
+     "selectors with namespace=\"{{namespace}}\"; deny: presets only)"},
+    {"sync-period", "syncPeriod", K_DURATION, OFF(sync_period), 1, 3600, "1s..1h", "The loop:",
+     "DURATION",
+     "sync every object this often (default 15s, 1s..1h; spec.syncPeriodSeconds overrides per "
+     "object)"},
+    {"concurrent-syncs", "concurrentSyncs", K_INT, OFF(concurrent_syncs), 1, 256, "1..256", NULL,
+     "N", "objects synced at once (default 4)"},
+    {"dry-run", "dryRun", K_BOOL, OFF(dry_run), 0, 0, NULL, NULL, NULL,
+     "decide and print, never write anything"},
+    {"output", "output", K_OUTPUT, 0, 0, 0, NULL, NULL, "table|json",
+     "dry-run decision lines on stdout (default table)"},
+    {"leader-elect", "leaderElect", K_BOOL, OFF(leader_elect), 0, 0, NULL, "Leader election:", NULL,
+     "act only while holding the Lease (default false)"},
+    {"leader-election-id", "leaderElectionId", K_STRING, OFF(leader_election_id), 0, 0, NULL, NULL,
+     "NAME", "Lease name (default meshscaler)"},
     {"leader-election-namespace", "leaderElectionNamespace", K_STRING,
-     OFF(leader_election_namespace), 0, 0, NULL},
+     OFF(leader_election_namespace), 0, 0, NULL, NULL, "NS",
+     "Lease namespace (default: the pod's own, else meshscaler-system)"},
     {"metrics-bind-address", "metricsBindAddress", K_ADDRESS, OFF(metrics_bind_address), 0, 0,
-     NULL},
+     NULL, "Endpoints (HOST:PORT, :PORT, or 0 to turn off):", "ADDR", "/metrics (default :8080)"},
     {"health-probe-bind-address", "healthProbeBindAddress", K_ADDRESS,
-     OFF(health_probe_bind_address), 0, 0, NULL},
+     OFF(health_probe_bind_address), 0, 0, NULL, NULL, "ADDR",
+     "/healthz and /readyz (default :8081)"},
     /* Off by default, as in controller-runtime before kubebuilder v4 turned
      * it on in its scaffold: the chart's ServiceMonitor and plain Prometheus
      * set-ups scrape /metrics over HTTP without a token, and would all fail
      * at once after an upgrade. Turn it on with --metrics-secure (chart:
      * metrics.secure=true, which also switches the ServiceMonitor to HTTPS
      * with a bearer token and grants the review rights). */
-    {"metrics-secure", "metricsSecure", K_BOOL, OFF(metrics_secure), 0, 0, NULL},
-    {"metrics-cert-dir", "metricsCertDir", K_STRING, OFF(metrics_cert_dir), 0, 0, NULL},
-    {"log-format", "logFormat", K_LOG_FORMAT, 0, 0, 0, NULL},
-    {"log-level", "logLevel", K_LOG_LEVEL, 0, 0, 0, NULL},
+    {"metrics-secure", "metricsSecure", K_BOOL, OFF(metrics_secure), 0, 0, NULL, NULL, NULL,
+     "serve /metrics over HTTPS, only to callers whose bearer token passes a TokenReview and a "
+     "SubjectAccessReview (get /metrics); needs create on tokenreviews and "
+     "subjectaccessreviews (default false: Prometheus set-ups scrape over HTTP)"},
+    {"metrics-cert-dir", "metricsCertDir", K_STRING, OFF(metrics_cert_dir), 0, 0, NULL, NULL, "DIR",
+     "tls.crt and tls.key for --metrics-secure (default: a self-signed certificate made at "
+     "start)"},
+    {"log-format", "logFormat", K_LOG_FORMAT, 0, 0, 0, NULL, "Logging (stderr):", "text|json",
+     "(default text)"},
+    {"log-level", "logLevel", K_LOG_LEVEL, 0, 0, 0, NULL, NULL, "error|warn|info|debug",
+     "(default info)"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -343,134 +381,206 @@ static bool parse_bytes(const char *s, double *out)
     return false;
 }
 
-/* Set opt from text. `where` names the place for errors ("--sync-period" or
- * "config.yaml: syncPeriod"). On error nothing is modified. */
+/* One setter per kind: set opt from text, or say why not (nothing modified).
+ * `where` names the place for errors ("--sync-period" or "config.yaml:
+ * syncPeriod"). */
+#define SETTER(name)                                                                              \
+    static ms_err_t name(ms_controller_options_t *o, const option_t *opt, const char *text,       \
+                         const char *where, char *errbuf, size_t errlen)
+
+SETTER(set_nonempty)
+{
+    if (*text == '\0')
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: needs a non-empty value", where);
+    set_string(field(o, opt), text);
+    return MS_OK;
+}
+
+SETTER(set_ns)
+{
+    (void)opt, (void)where, (void)errbuf, (void)errlen;
+    free(o->namespace_);
+    o->namespace_ = *text ? ms_xstrdup(text) : NULL;
+    return MS_OK;
+}
+
+SETTER(set_address)
+{
+    if (!valid_address(text))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: \"%s\" is not HOST:PORT, :PORT or 0 (off)", where, text);
+    set_string(field(o, opt), text);
+    return MS_OK;
+}
+
+SETTER(set_url)
+{
+    /* Not echoed: a URL reaches logs, dry-run lines and status messages. */
+    if (url_has_userinfo(text))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: the URL carries credentials (user@ or user:password@), which "
+                       "would reach logs; give them with --prometheus-basic-auth-username "
+                       "and --prometheus-basic-auth-password-file, or a bearer token file",
+                       where);
+    if (!valid_url(text))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: \"%s\" is not an http:// or https:// URL", where, text);
+    set_string(field(o, opt), text);
+    return MS_OK;
+}
+
+SETTER(set_bool)
+{
+    bool b;
+
+    if (!parse_bool(text, &b))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: \"%s\" is not a boolean (want true or false)", where, text);
+    *(bool *)field(o, opt) = b;
+    return MS_OK;
+}
+
+SETTER(set_duration)
+{
+    double d;
+    char lo[32], hi[32];
+
+    if (!ms_duration_parse(text, &d))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: \"%s\" is not a duration (want e.g. 15s, 1m)", where, text);
+    if (d < opt->min || d > opt->max) {
+        format_duration(opt->min, lo, sizeof lo);
+        format_duration(opt->max, hi, sizeof hi);
+        return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %s is out of range (%s..%s)", where,
+                       text, lo, hi);
+    }
+    *(double *)field(o, opt) = d;
+    return MS_OK;
+}
+
+SETTER(set_int)
+{
+    long l;
+
+    if (!parse_long(text, &l))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not an integer", where,
+                       text);
+    if ((double)l < opt->min || (double)l > opt->max)
+        return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %ld is out of range (%s)", where, l,
+                       opt->range);
+    *(int *)field(o, opt) = (int)l;
+    return MS_OK;
+}
+
+SETTER(set_qps)
+{
+    double d;
+
+    if (!parse_double(text, &d))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not a number", where, text);
+    if (d != -1 && (d <= 0 || d > opt->max))
+        return ms_errf(errbuf, errlen, MS_ERR_RANGE,
+                       "%s: %s is out of range (above 0 up to %g, or -1 for no limit)", where,
+                       text, opt->max);
+    *(double *)field(o, opt) = d;
+    return MS_OK;
+}
+
+SETTER(set_log_format)
+{
+    ms_log_format_t fmt;
+
+    (void)opt;
+    if (!ms_log_format_parse(text, &fmt))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not one of text, json",
+                       where, text);
+    o->log_format = fmt;
+    return MS_OK;
+}
+
+SETTER(set_log_level)
+{
+    ms_log_level_t level;
+
+    (void)opt;
+    if (!ms_log_level_parse(text, &level))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: \"%s\" is not one of error, warn, info, debug", where, text);
+    o->log_level = level;
+    return MS_OK;
+}
+
+SETTER(set_output)
+{
+    (void)opt;
+    if (strcmp(text, "table") == 0)
+        o->output = MS_OUTPUT_TABLE;
+    else if (strcmp(text, "json") == 0)
+        o->output = MS_OUTPUT_JSON;
+    else
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not one of table, json",
+                       where, text);
+    return MS_OK;
+}
+
+SETTER(set_user_queries)
+{
+    (void)opt;
+    if (ms_user_queries_parse(text, &o->user_queries) != MS_OK)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: \"%s\" is not one of allow, namespaced, deny", where, text);
+    return MS_OK;
+}
+
+SETTER(set_bytes)
+{
+    double d;
+
+    if (!parse_bytes(text, &d))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "%s: \"%s\" is not a byte count (want e.g. 1048576, 512Ki, 16Mi)", where,
+                       text);
+    if (d < opt->min || d > opt->max)
+        return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %s is out of range (%s)", where, text,
+                       opt->range);
+    *(size_t *)field(o, opt) = (size_t)d;
+    return MS_OK;
+}
+
+SETTER(set_header)
+{
+    (void)opt;
+    if (!valid_header(text))
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not a header \"Name: value\"",
+                       where, text);
+    if (o->nprometheus_headers >= MS_CONTROLLER_MAX_HEADERS)
+        return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: more than %d headers", where,
+                       MS_CONTROLLER_MAX_HEADERS);
+    append_header(o, text);
+    return MS_OK;
+}
+
+static ms_err_t (*const setters[])(ms_controller_options_t *, const option_t *, const char *,
+                                   const char *, char *, size_t) = {
+    [K_STRING] = set_nonempty,     [K_NS] = set_ns,
+    [K_ADDRESS] = set_address,     [K_URL] = set_url,
+    [K_BOOL] = set_bool,           [K_DURATION] = set_duration,
+    [K_INT] = set_int,             [K_QPS] = set_qps,
+    [K_LOG_FORMAT] = set_log_format, [K_LOG_LEVEL] = set_log_level,
+    [K_OUTPUT] = set_output,       [K_USER_QUERIES] = set_user_queries,
+    [K_BYTES] = set_bytes,         [K_HEADER] = set_header,
+};
+
+/* Set opt from text, through its kind's setter. On error nothing is modified. */
 static ms_err_t set_value(ms_controller_options_t *o, const option_t *opt, const char *text,
                           const char *where, char *errbuf, size_t errlen)
 {
-    bool b;
-    long l;
-    double d;
-    char lo[32], hi[32];
-    ms_log_format_t fmt;
-    ms_log_level_t level;
-
     if (strlen(text) > MAX_STRING)
         return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: value longer than %d bytes", where,
                        MAX_STRING);
-    switch (opt->kind) {
-    case K_STRING:
-        if (*text == '\0')
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: needs a non-empty value", where);
-        set_string(field(o, opt), text);
-        return MS_OK;
-    case K_NS:
-        free(o->namespace_);
-        o->namespace_ = *text ? ms_xstrdup(text) : NULL;
-        return MS_OK;
-    case K_ADDRESS:
-        if (!valid_address(text))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not HOST:PORT, :PORT or 0 (off)", where, text);
-        set_string(field(o, opt), text);
-        return MS_OK;
-    case K_URL:
-        /* Not echoed: a URL reaches logs, dry-run lines and status messages. */
-        if (url_has_userinfo(text))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: the URL carries credentials (user@ or user:password@), which "
-                           "would reach logs; give them with --prometheus-basic-auth-username "
-                           "and --prometheus-basic-auth-password-file, or a bearer token file",
-                           where);
-        if (!valid_url(text))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not an http:// or https:// URL", where, text);
-        set_string(field(o, opt), text);
-        return MS_OK;
-    case K_BOOL:
-        if (!parse_bool(text, &b))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not a boolean (want true or false)", where, text);
-        *(bool *)field(o, opt) = b;
-        return MS_OK;
-    case K_DURATION:
-        if (!ms_duration_parse(text, &d))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not a duration (want e.g. 15s, 1m)", where, text);
-        if (d < opt->min || d > opt->max) {
-            format_duration(opt->min, lo, sizeof lo);
-            format_duration(opt->max, hi, sizeof hi);
-            return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %s is out of range (%s..%s)", where,
-                           text, lo, hi);
-        }
-        *(double *)field(o, opt) = d;
-        return MS_OK;
-    case K_INT:
-        if (!parse_long(text, &l))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not an integer", where,
-                           text);
-        if ((double)l < opt->min || (double)l > opt->max)
-            return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %ld is out of range (%s)", where, l,
-                           opt->range);
-        *(int *)field(o, opt) = (int)l;
-        return MS_OK;
-    case K_QPS:
-        if (!parse_double(text, &d))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not a number", where,
-                           text);
-        if (d != -1 && (d <= 0 || d > opt->max))
-            return ms_errf(errbuf, errlen, MS_ERR_RANGE,
-                           "%s: %s is out of range (above 0 up to %g, or -1 for no limit)", where,
-                           text, opt->max);
-        *(double *)field(o, opt) = d;
-        return MS_OK;
-    case K_LOG_FORMAT:
-        if (!ms_log_format_parse(text, &fmt))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not one of text, json", where, text);
-        o->log_format = fmt;
-        return MS_OK;
-    case K_LOG_LEVEL:
-        if (!ms_log_level_parse(text, &level))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not one of error, warn, info, debug", where, text);
-        o->log_level = level;
-        return MS_OK;
-    case K_OUTPUT:
-        if (strcmp(text, "table") == 0)
-            o->output = MS_OUTPUT_TABLE;
-        else if (strcmp(text, "json") == 0)
-            o->output = MS_OUTPUT_JSON;
-        else
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not one of table, json", where, text);
-        return MS_OK;
-    case K_USER_QUERIES:
-        if (ms_user_queries_parse(text, &o->user_queries) != MS_OK)
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not one of allow, namespaced, deny", where, text);
-        return MS_OK;
-    case K_BYTES:
-        if (!parse_bytes(text, &d))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not a byte count (want e.g. 1048576, 512Ki, 16Mi)", where,
-                           text);
-        if (d < opt->min || d > opt->max)
-            return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %s is out of range (%s)", where, text,
-                           opt->range);
-        *(size_t *)field(o, opt) = (size_t)d;
-        return MS_OK;
-    case K_HEADER:
-        if (!valid_header(text))
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "%s: \"%s\" is not a header \"Name: value\"", where, text);
-        if (o->nprometheus_headers >= MS_CONTROLLER_MAX_HEADERS)
-            return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: more than %d headers", where,
-                           MS_CONTROLLER_MAX_HEADERS);
-        append_header(o, text);
-        return MS_OK;
-    }
-    return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: unsupported setting", where);
+    if ((size_t)opt->kind >= sizeof setters / sizeof setters[0] || setters[opt->kind] == NULL)
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: unsupported setting", where);
+    return setters[opt->kind](o, opt, text, where, errbuf, errlen);
 }
 
 /* ---- defaults ---- */
@@ -829,88 +939,111 @@ ms_err_t ms_controller_options_parse(int argc, char *const *argv, ms_controller_
     return validate(o, from_flag, o->config_file, errbuf, errlen);
 }
 
+/* ---- --help, from the table ---- */
+
+#define HELP_WIDTH 80     /* columns of a terminal */
+#define HELP_MIN_COLUMN 31 /* where descriptions start, at least */
+#define HELP_MAX_COLUMN 45 /* ... and at most: a longer flag has a line of its own */
+
+/* "  --flag ARG" or the text given, padded to `column`, then `text` wrapped
+ * at word boundaries into HELP_WIDTH with continuation lines at `column`. */
+static void help_entry(ms_fixbuf_t *f, const char *flag, const char *arg, int column,
+                       const char *text)
+{
+    int at = (int)f->used;
+    int col;
+
+    ms_fixbuf_appendf(f, "  %s%s%s", flag, arg ? " " : "", arg ? arg : "");
+    col = (int)f->used - at;
+    if (*text == '\0') {
+        ms_fixbuf_appendf(f, "\n");
+        return;
+    }
+    if (col > column - 2) {
+        ms_fixbuf_appendf(f, "\n");
+        col = 0;
+    }
+    while (*text) {
+        size_t word = strcspn(text, " ");
+
+        if (col > column && col + 1 + (int)word > HELP_WIDTH) {
+            ms_fixbuf_appendf(f, "\n");
+            col = 0;
+        }
+        if (col < column) {
+            ms_fixbuf_appendf(f, "%*s", column - col, "");
+            col = column;
+        } else {
+            ms_fixbuf_appendf(f, " ");
+            col++;
+        }
+        ms_fixbuf_appendf(f, "%.*s", (int)word, text);
+        col += (int)word;
+        text += word;
+        text += strspn(text, " ");
+    }
+    ms_fixbuf_appendf(f, "\n");
+}
+
+static int flag_width(const option_t *opt)
+{
+    return 4 + (int)strlen(opt->flag) + (opt->arg ? 1 + (int)strlen(opt->arg) : 0);
+}
+
+/* Where the descriptions of the section starting at options[first] start:
+ * past its widest flag, within [HELP_MIN_COLUMN, HELP_MAX_COLUMN]. */
+static int section_column(size_t first)
+{
+    int widest = 0;
+
+    for (size_t i = first; i < NOPTIONS && (i == first || options[i].section == NULL); i++)
+        if (flag_width(&options[i]) > widest)
+            widest = flag_width(&options[i]);
+    if (widest + 2 < HELP_MIN_COLUMN)
+        return HELP_MIN_COLUMN;
+    return widest + 2 > HELP_MAX_COLUMN ? HELP_MAX_COLUMN : widest + 2;
+}
+
+static char help_text[8192];
+
+static void build_help(void)
+{
+    ms_fixbuf_t f;
+    char keys[1024], flag[64];
+    ms_fixbuf_t k;
+    int column = HELP_MIN_COLUMN;
+
+    ms_fixbuf_init(&f, help_text, sizeof help_text);
+    ms_fixbuf_init(&k, keys, sizeof keys);
+    ms_fixbuf_appendf(&f, "Usage: meshscaler controller --prometheus-url URL [flags]\n\n"
+                          "Watch MeshAutoscalers and scale their targets every sync period.\n");
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const option_t *opt = &options[i];
+
+        if (opt->section) {
+            ms_fixbuf_appendf(&f, "\n%s\n", opt->section);
+            column = section_column(i);
+        }
+        snprintf(flag, sizeof flag, "--%s", opt->flag);
+        help_entry(&f, flag, opt->arg, column, opt->help);
+        ms_fixbuf_appendf(&k, "%s%s%s", opt->key, opt->kind == K_HEADER ? " (a list)" : "",
+                          i + 1 < NOPTIONS ? ", " : ".");
+    }
+    ms_fixbuf_appendf(&f, "\n");
+    ms_fixbuf_appendf(&k, " Flags win over the file.");
+    help_entry(&f, "--config", "FILE", HELP_MIN_COLUMN, "YAML with the same settings, keys in "
+                                                        "camelCase:");
+    /* The key list continues under the description column. */
+    help_entry(&f, "", NULL, HELP_MIN_COLUMN, keys);
+    help_entry(&f, "-h, --help", NULL, HELP_MIN_COLUMN, "this help");
+    ms_fixbuf_appendf(&f, "\nDurations are written like Go's: 500ms, 15s, 1m30s, 1h. Booleans take "
+                          "--flag,\n--flag=true or --flag=false.\n");
+}
+
 const char *ms_controller_options_help(void)
 {
-    return "Usage: meshscaler controller --prometheus-url URL [flags]\n"
-           "\n"
-           "Watch MeshAutoscalers and scale their targets every sync period.\n"
-           "\n"
-           "Kubernetes:\n"
-           "  --kubeconfig FILE            kubeconfig (default: $KUBECONFIG, in-cluster,\n"
-           "                               then ~/.kube/config)\n"
-           "  --context NAME               kubeconfig context (default: its current one)\n"
-           "  --namespace NS               watch only this namespace (default: all)\n"
-           "  --kube-api-qps N             client-side API request rate (default 300; -1: none)\n"
-           "  --kube-api-burst N           requests allowed at once (default 600)\n"
-           "\n"
-           "Prometheus:\n"
-           "  --prometheus-url URL                       base URL (required)\n"
-           "  --prometheus-bearer-token-file FILE        bearer token, re-read when it changes\n"
-           "  --prometheus-basic-auth-username NAME      basic auth user, with:\n"
-           "  --prometheus-basic-auth-password-file FILE\n"
-           "  --prometheus-header \"NAME: VALUE\"          extra request header (repeatable)\n"
-           "  --prometheus-ca-file FILE                  CA bundle for Prometheus' certificate\n"
-           "  --prometheus-insecure-skip-verify          do not verify it (testing only)\n"
-           "  --prometheus-timeout DURATION              per query (default 10s)\n"
-           "  --prometheus-max-response-bytes BYTES      one answer (default 1Mi); a preset's\n"
-           "                                             may take 4Ki per object it covers\n"
-           "  --prometheus-max-round-bytes BYTES         all answers of a round (default 64Mi)\n"
-           "  --prometheus-round-timeout DURATION        a round's queries together (default:\n"
-           "                                             the sync period, at most 10s)\n"
-           "  --user-queries allow|namespaced|deny       who may run their own PromQL with\n"
-           "                                             these credentials (default allow;\n"
-           "                                             namespaced: only selectors with\n"
-           "                                             namespace=\"{{namespace}}\"; deny:\n"
-           "                                             presets only)\n"
-           "\n"
-           "The loop:\n"
-           "  --sync-period DURATION       sync every object this often (default 15s, 1s..1h;\n"
-           "                               spec.syncPeriodSeconds overrides per object)\n"
-           "  --concurrent-syncs N         objects synced at once (default 4)\n"
-           "  --dry-run                    decide and print, never write anything\n"
-           "  --output table|json          dry-run decision lines on stdout (default table)\n"
-           "\n"
-           "Leader election:\n"
-           "  --leader-elect               act only while holding the Lease (default false)\n"
-           "  --leader-election-id NAME    Lease name (default meshscaler)\n"
-           "  --leader-election-namespace NS\n"
-           "                               Lease namespace (default: the pod's own, else\n"
-           "                               meshscaler-system)\n"
-           "\n"
-           "Endpoints (HOST:PORT, :PORT, or 0 to turn off):\n"
-           "  --metrics-bind-address ADDR       /metrics (default :8080)\n"
-           "  --health-probe-bind-address ADDR  /healthz and /readyz (default :8081)\n"
-           "  --metrics-secure             serve /metrics over HTTPS, only to callers whose\n"
-           "                               bearer token passes a TokenReview and a\n"
-           "                               SubjectAccessReview (get /metrics); needs create on\n"
-           "                               tokenreviews and subjectaccessreviews (default\n"
-           "                               false: Prometheus set-ups scrape over HTTP)\n"
-           "  --metrics-cert-dir DIR       tls.crt and tls.key for --metrics-secure (default:\n"
-           "                               a self-signed certificate made at start)\n"
-           "\n"
-           "Logging (stderr):\n"
-           "  --log-format text|json       (default text)\n"
-           "  --log-level error|warn|info|debug  (default info)\n"
-           "\n"
-           "  --config FILE                YAML with the same settings, keys in camelCase:\n"
-           "                               kubeconfig, context, namespace, kubeApiQps,\n"
-           "                               kubeApiBurst, prometheusUrl,\n"
-           "                               prometheusBearerTokenFile,\n"
-           "                               prometheusBasicAuthUsername,\n"
-           "                               prometheusBasicAuthPasswordFile,\n"
-           "                               prometheusHeaders (a list), prometheusCaFile,\n"
-           "                               prometheusInsecureSkipVerify, prometheusTimeout,\n"
-           "                               prometheusMaxResponseBytes,\n"
-           "                               prometheusMaxRoundBytes, prometheusRoundTimeout,\n"
-           "                               userQueries,\n"
-           "                               syncPeriod, concurrentSyncs, dryRun, output,\n"
-           "                               leaderElect, leaderElectionId,\n"
-           "                               leaderElectionNamespace, metricsBindAddress,\n"
-           "                               healthProbeBindAddress, metricsSecure,\n"
-           "                               metricsCertDir, logFormat, logLevel.\n"
-           "                               Flags win over the file.\n"
-           "  -h, --help                   this help\n"
-           "\n"
-           "Durations are written like Go's: 500ms, 15s, 1m30s, 1h. Booleans take --flag,\n"
-           "--flag=true or --flag=false.\n";
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, build_help);
+    return help_text;
 }

@@ -4,48 +4,170 @@
  * series (decisions, replicas, latencies) are updated by reconcile.c and
  * report.c as they happen, API calls through ms__kube_observe().
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "controller_internal.h"
 #include "meshscaler/clock.h"
 
+/* ---- the families ---- */
+
+static const char *const by_reason[] = {"reason"};
+static const char *const by_object[] = {"namespace", "name"};
+static const char *const by_scale[] = {"namespace", "name", "direction"};
+static const char *const by_op[] = {"operation"};
+static const char *const by_op_code[] = {"operation", "code"};
+static const char *const by_namespace[] = {"namespace"};
+static const char *const by_kind[] = {"kind"};
+static const char *const by_verb[] = {"verb"};
+static const char *const by_metric[] = {"namespace", "name", "metric"};
+static const char *const by_downstream[] = {"namespace", "name", "downstream"};
+static const char *const by_condition[] = {"namespace", "name", "type", "status"};
+static const char *const by_object_reason[] = {"namespace", "name", "reason"};
+static const double sync_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+static const double lateness_buckets[] = {0.1, 0.5, 1, 2.5, 5, 10, 15, 30, 60};
+
+typedef struct {
+    size_t slot; /* where its id goes: offsetof(ms__families_t, ...) */
+    ms_metric_kind_t kind;
+    const char *name, *help;
+    const char *const *labels;
+    size_t nlabels;
+    const double *buckets;
+    size_t nbuckets;
+} family_t;
+
+#define N(a) (sizeof a / sizeof a[0])
+#define SLOT(f) offsetof(ms__families_t, f)
+#define LABELS(a) a, N(a)
+#define NO_LABELS NULL, 0
+#define BUCKETS(a) a, N(a)
+#define NO_BUCKETS NULL, 0
+
+/* In /metrics order: the families appear as they are declared. */
+static const family_t loop_families[] = {
+    {SLOT(decisions), MS_METRIC_COUNTER, "meshscaler_decisions_total",
+     "Decisions made, by the engine's reason.", LABELS(by_reason), NO_BUCKETS},
+    {SLOT(hpa_desired), MS_METRIC_GAUGE, "meshscaler_hpa_desired_replicas",
+     "Shadow mode: the desired replicas of the HPA that scales the same target.", LABELS(by_object),
+     NO_BUCKETS},
+    {SLOT(hpa_difference), MS_METRIC_GAUGE, "meshscaler_hpa_desired_difference",
+     "Shadow mode: meshscaler's desired replicas minus the HPA's.", LABELS(by_object), NO_BUCKETS},
+    {SLOT(scales), MS_METRIC_COUNTER, "meshscaler_scales_total",
+     "Scale updates written, by direction.", LABELS(by_scale), NO_BUCKETS},
+    {SLOT(desired), MS_METRIC_GAUGE, "meshscaler_desired_replicas",
+     "Replicas the last decision asked for.", LABELS(by_object), NO_BUCKETS},
+    {SLOT(current), MS_METRIC_GAUGE, "meshscaler_current_replicas",
+     "Replicas of the target at the last sync.", LABELS(by_object), NO_BUCKETS},
+    {SLOT(sync_seconds), MS_METRIC_HISTOGRAM, "meshscaler_sync_duration_seconds",
+     "Time to sync one object (its share of a batch included).", NO_LABELS,
+     BUCKETS(sync_buckets)},
+    {SLOT(sync_errors), MS_METRIC_COUNTER, "meshscaler_sync_errors_total",
+     "Syncs that could not complete, by reason.", LABELS(by_reason), NO_BUCKETS},
+    {SLOT(prom_queries), MS_METRIC_COUNTER, "meshscaler_prometheus_queries_total",
+     "Prometheus queries sent.", NO_LABELS, NO_BUCKETS},
+    {SLOT(prom_failures), MS_METRIC_COUNTER, "meshscaler_prometheus_query_failures_total",
+     "Prometheus queries without a usable answer.", NO_LABELS, NO_BUCKETS},
+    {SLOT(prom_seconds), MS_METRIC_HISTOGRAM, "meshscaler_prometheus_tick_duration_seconds",
+     "Time of one round's Prometheus tick (all its queries).", NO_LABELS, BUCKETS(sync_buckets)},
+    {SLOT(ns_seconds), MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_query_seconds",
+     "Time of a namespace's user queries in the last round, summed over its queries; only "
+     "the round's 10 costliest namespaces (the series are replaced every round).",
+     LABELS(by_namespace), NO_BUCKETS},
+    {SLOT(ns_bytes), MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_answer_bytes",
+     "Answer bytes of a namespace's user queries in the last round; the same 10 namespaces.",
+     LABELS(by_namespace), NO_BUCKETS},
+    {SLOT(ns_over_share), MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_over_share",
+     "User queries of a namespace stopped at their share of the last round, or not sent "
+     "past the cap of 32 per object (their values read OVER_SHARE); the same 10 namespaces.",
+     LABELS(by_namespace), NO_BUCKETS},
+    {SLOT(round_objects), MS_METRIC_GAUGE, "meshscaler_round_objects",
+     "Objects observed together in the last round.", NO_LABELS, NO_BUCKETS},
+    {SLOT(round_seconds), MS_METRIC_HISTOGRAM, "meshscaler_round_duration_seconds",
+     "Time to read a round's objects from the caches and "
+     "observe them (its Prometheus tick included).",
+     NO_LABELS, BUCKETS(sync_buckets)},
+    {SLOT(sync_lateness), MS_METRIC_HISTOGRAM, "meshscaler_sync_lateness_seconds",
+     "How long after its due time an object's round began "
+     "(a sync later than its period missed it).",
+     NO_LABELS, BUCKETS(lateness_buckets)},
+    {SLOT(stale_observations), MS_METRIC_COUNTER, "meshscaler_stale_observations_total",
+     "Syncs that reached a worker after their observation was a sync period old (at least "
+     "5 s): not decided, observed again in the next round.",
+     NO_LABELS, NO_BUCKETS},
+    {SLOT(writes_dropped), MS_METRIC_COUNTER, "meshscaler_writes_dropped_total",
+     "Writes not sent because the lease was not valid long "
+     "enough, by kind (scale, status, event).",
+     LABELS(by_kind), NO_BUCKETS},
+    {SLOT(events_dropped), MS_METRIC_COUNTER, "meshscaler_events_dropped_total",
+     "Events not written, by reason: the queue was full, the "
+     "lease not valid, or the API refused them.",
+     LABELS(by_reason), NO_BUCKETS},
+    {SLOT(events_combined), MS_METRIC_COUNTER, "meshscaler_events_combined_total",
+     "Events folded into one still waiting of the same object and reason (sent as one Event "
+     "whose count rises by as many), by reason.",
+     LABELS(by_reason), NO_BUCKETS},
+    {SLOT(kube_requests), MS_METRIC_COUNTER, "meshscaler_kube_requests_total",
+     "Kubernetes API calls made by reconcile, by result code.", LABELS(by_op_code), NO_BUCKETS},
+    {SLOT(kube_seconds), MS_METRIC_HISTOGRAM, "meshscaler_kube_request_duration_seconds",
+     "Latency of reconcile's Kubernetes API calls, client-side "
+     "rate limiting included.",
+     LABELS(by_op), BUCKETS(sync_buckets)},
+    {SLOT(leader), MS_METRIC_GAUGE, "meshscaler_leader",
+     "1 while this process may act (leader, or no election).", NO_LABELS, NO_BUCKETS},
+    {SLOT(queue_depth), MS_METRIC_GAUGE, "meshscaler_workqueue_depth", "Keys ready to be synced.",
+     NO_LABELS, NO_BUCKETS},
+    {SLOT(queue_delayed), MS_METRIC_GAUGE, "meshscaler_workqueue_delayed",
+     "Keys waiting for their next sync time.", NO_LABELS, NO_BUCKETS},
+    {SLOT(client_requests), MS_METRIC_COUNTER, "meshscaler_kube_client_requests_total",
+     "Every Kubernetes API request sent (informers and "
+     "leader election included), by verb.",
+     LABELS(by_verb), NO_BUCKETS},
+    {SLOT(client_throttle), MS_METRIC_COUNTER, "meshscaler_kube_client_throttle_seconds_total",
+     "Time requests waited for the client-side rate limit.", NO_LABELS, NO_BUCKETS},
+    {SLOT(objects), MS_METRIC_GAUGE, "meshscaler_objects",
+     "MeshAutoscalers in the informer cache.", NO_LABELS, NO_BUCKETS},
+    {SLOT(status_queued), MS_METRIC_GAUGE, "meshscaler_status_writes_queued",
+     "Status patches waiting for a writer.", NO_LABELS, NO_BUCKETS},
+    {SLOT(breaker_open), MS_METRIC_GAUGE, "meshscaler_prometheus_breaker_open",
+     "1 while the Prometheus circuit breaker is open: failed runs in a row stop queries for a "
+     "backoff, every object's metrics are missing meanwhile.",
+     NO_LABELS, NO_BUCKETS},
+    {SLOT(prom_skipped), MS_METRIC_COUNTER, "meshscaler_prometheus_queries_skipped_total",
+     "Queries not sent because the circuit breaker was open.", NO_LABELS, NO_BUCKETS},
+};
+
 /* The per-object series the dashboard and the alerts read: what each metric
  * sees and asks, the guardrails' headroom, the conditions and the last reason
  * (kube-state-metrics' style for conditions: one series per status, 1 for the
  * current one). */
-static void object_families(ms_controller_t *c)
-{
-    static const char *const metric[] = {"namespace", "name", "metric"};
-    static const char *const downstream[] = {"namespace", "name", "downstream"};
-    static const char *const condition[] = {"namespace", "name", "type", "status"};
-    static const char *const reason[] = {"namespace", "name", "reason"};
-    ms_metrics_t *m = c->metrics;
-    ms__families_t *f = &c->fam;
+static const family_t object_families[] = {
+    {SLOT(metric_value), MS_METRIC_GAUGE, "meshscaler_metric_value",
+     "A metric's effective value at the last decision "
+     "(status.currentMetrics[].effective).",
+     LABELS(by_metric), NO_BUCKETS},
+    {SLOT(metric_target), MS_METRIC_GAUGE, "meshscaler_metric_target",
+     "A metric's target: percent, value or average value.", LABELS(by_metric), NO_BUCKETS},
+    {SLOT(metric_desired), MS_METRIC_GAUGE, "meshscaler_metric_desired_replicas",
+     "Replicas a metric asked for at the last decision.", LABELS(by_metric), NO_BUCKETS},
+    {SLOT(ds_headroom), MS_METRIC_GAUGE, "meshscaler_downstream_headroom",
+     "maxUtilization x limit - usage of a downstream guardrail "
+     "(negative when over).",
+     LABELS(by_downstream), NO_BUCKETS},
+    {SLOT(ds_allowed), MS_METRIC_GAUGE, "meshscaler_downstream_allowed_replicas",
+     "Replicas a downstream guardrail allows.", LABELS(by_downstream), NO_BUCKETS},
+    {SLOT(condition), MS_METRIC_GAUGE, "meshscaler_condition",
+     "1 for each condition's current status.", LABELS(by_condition), NO_BUCKETS},
+    {SLOT(last_reason), MS_METRIC_GAUGE, "meshscaler_last_decision_reason",
+     "1 for the reason of the object's last decision.", LABELS(by_object_reason), NO_BUCKETS},
+};
 
-    f->metric_value = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_metric_value",
-                                        "A metric's effective value at the last decision "
-                                        "(status.currentMetrics[].effective).",
-                                        metric, 3, NULL, 0);
-    f->metric_target = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_metric_target",
-                                         "A metric's target: percent, value or average value.",
-                                         metric, 3, NULL, 0);
-    f->metric_desired = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_metric_desired_replicas",
-                                          "Replicas a metric asked for at the last decision.",
-                                          metric, 3, NULL, 0);
-    f->ds_headroom = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_downstream_headroom",
-                                       "maxUtilization x limit - usage of a downstream guardrail "
-                                       "(negative when over).",
-                                       downstream, 3, NULL, 0);
-    f->ds_allowed = ms_metrics_family(m, MS_METRIC_GAUGE,
-                                      "meshscaler_downstream_allowed_replicas",
-                                      "Replicas a downstream guardrail allows.", downstream, 3,
-                                      NULL, 0);
-    f->condition = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_condition",
-                                     "1 for each condition's current status.", condition, 4, NULL,
-                                     0);
-    f->last_reason = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_last_decision_reason",
-                                       "1 for the reason of the object's last decision.", reason,
-                                       3, NULL, 0);
+static void declare(ms_controller_t *c, const family_t *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        *(int *)((char *)&c->fam + t[i].slot) =
+            ms_metrics_family(c->metrics, t[i].kind, t[i].name, t[i].help, t[i].labels,
+                              t[i].nlabels, t[i].buckets, t[i].nbuckets);
 }
 
 void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick)
@@ -78,129 +200,8 @@ void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *n
 
 void ms__metrics_declare(ms_controller_t *c)
 {
-    static const char *const reason[] = {"reason"};
-    static const char *const object[] = {"namespace", "name"};
-    static const char *const scale[] = {"namespace", "name", "direction"};
-    static const char *const op[] = {"operation"};
-    static const char *const op_code[] = {"operation", "code"};
-    static const double sync_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-    static const double lateness_buckets[] = {0.1, 0.5, 1, 2.5, 5, 10, 15, 30, 60};
-    ms_metrics_t *m = c->metrics;
-    ms__families_t *f = &c->fam;
-
-    f->decisions = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_decisions_total",
-                                     "Decisions made, by the engine's reason.", reason, 1, NULL, 0);
-    f->hpa_desired = ms_metrics_family(
-        m, MS_METRIC_GAUGE, "meshscaler_hpa_desired_replicas",
-        "Shadow mode: the desired replicas of the HPA that scales the same target.", object, 2,
-        NULL, 0);
-    f->hpa_difference = ms_metrics_family(
-        m, MS_METRIC_GAUGE, "meshscaler_hpa_desired_difference",
-        "Shadow mode: meshscaler's desired replicas minus the HPA's.", object, 2, NULL, 0);
-    f->scales = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_scales_total",
-                                  "Scale updates written, by direction.", scale, 3, NULL, 0);
-    f->desired = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_desired_replicas",
-                                   "Replicas the last decision asked for.", object, 2, NULL, 0);
-    f->current = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_current_replicas",
-                                   "Replicas of the target at the last sync.", object, 2, NULL, 0);
-    f->sync_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM, "meshscaler_sync_duration_seconds",
-                                        "Time to sync one object (its share of a batch included).",
-                                        NULL, 0, sync_buckets, 11);
-    f->sync_errors = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_sync_errors_total",
-                                       "Syncs that could not complete, by reason.", reason, 1,
-                                       NULL, 0);
-    f->prom_queries = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_prometheus_queries_total",
-                                        "Prometheus queries sent.", NULL, 0, NULL, 0);
-    f->prom_failures = ms_metrics_family(m, MS_METRIC_COUNTER,
-                                         "meshscaler_prometheus_query_failures_total",
-                                         "Prometheus queries without a usable answer.", NULL, 0,
-                                         NULL, 0);
-    f->prom_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM,
-                                        "meshscaler_prometheus_tick_duration_seconds",
-                                        "Time of one round's Prometheus tick (all its queries).",
-                                        NULL, 0, sync_buckets, 11);
-    f->ns_seconds = ms_metrics_family(
-        m, MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_query_seconds",
-        "Time of a namespace's user queries in the last round, summed over its queries; only "
-        "the round's 10 costliest namespaces (the series are replaced every round).",
-        (const char *const[]){"namespace"}, 1, NULL, 0);
-    f->ns_bytes = ms_metrics_family(
-        m, MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_answer_bytes",
-        "Answer bytes of a namespace's user queries in the last round; the same 10 namespaces.",
-        (const char *const[]){"namespace"}, 1, NULL, 0);
-    f->ns_over_share = ms_metrics_family(
-        m, MS_METRIC_GAUGE, "meshscaler_prometheus_namespace_over_share",
-        "User queries of a namespace stopped at their share of the last round, or not sent "
-        "past the cap of 32 per object (their values read OVER_SHARE); the same 10 namespaces.",
-        (const char *const[]){"namespace"}, 1, NULL, 0);
-    f->round_objects = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_round_objects",
-                                         "Objects observed together in the last round.", NULL, 0,
-                                         NULL, 0);
-    f->round_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM, "meshscaler_round_duration_seconds",
-                                         "Time to read a round's objects from the caches and "
-                                         "observe them (its Prometheus tick included).",
-                                         NULL, 0, sync_buckets, 11);
-    f->sync_lateness = ms_metrics_family(m, MS_METRIC_HISTOGRAM, "meshscaler_sync_lateness_seconds",
-                                         "How long after its due time an object's round began "
-                                         "(a sync later than its period missed it).",
-                                         NULL, 0, lateness_buckets, 9);
-    f->stale_observations = ms_metrics_family(
-        m, MS_METRIC_COUNTER, "meshscaler_stale_observations_total",
-        "Syncs that reached a worker after their observation was a sync period old (at least "
-        "5 s): not decided, observed again in the next round.",
-        NULL, 0, NULL, 0);
-    f->writes_dropped = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_writes_dropped_total",
-                                          "Writes not sent because the lease was not valid long "
-                                          "enough, by kind (scale, status, event).",
-                                          (const char *const[]){"kind"}, 1, NULL, 0);
-    f->events_dropped = ms_metrics_family(m, MS_METRIC_COUNTER, "meshscaler_events_dropped_total",
-                                          "Events not written, by reason: the queue was full, the "
-                                          "lease not valid, or the API refused them.",
-                                          reason, 1, NULL, 0);
-    f->events_combined = ms_metrics_family(
-        m, MS_METRIC_COUNTER, "meshscaler_events_combined_total",
-        "Events folded into one still waiting of the same object and reason (sent as one Event "
-        "whose count rises by as many), by reason.",
-        reason, 1, NULL, 0);
-    f->kube_requests = ms_metrics_family(m, MS_METRIC_COUNTER,
-                                         "meshscaler_kube_requests_total",
-                                         "Kubernetes API calls made by reconcile, by result code.",
-                                         op_code, 2, NULL, 0);
-    f->kube_seconds = ms_metrics_family(m, MS_METRIC_HISTOGRAM,
-                                        "meshscaler_kube_request_duration_seconds",
-                                        "Latency of reconcile's Kubernetes API calls, client-side "
-                                        "rate limiting included.",
-                                        op, 1, sync_buckets, 11);
-    f->leader = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader",
-                                  "1 while this process may act (leader, or no election).", NULL,
-                                  0, NULL, 0);
-    f->queue_depth = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_workqueue_depth",
-                                       "Keys ready to be synced.", NULL, 0, NULL, 0);
-    f->queue_delayed = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_workqueue_delayed",
-                                         "Keys waiting for their next sync time.", NULL, 0, NULL, 0);
-    f->client_requests = ms_metrics_family(m, MS_METRIC_COUNTER,
-                                           "meshscaler_kube_client_requests_total",
-                                           "Every Kubernetes API request sent (informers and "
-                                           "leader election included), by verb.",
-                                           (const char *const[]){"verb"}, 1, NULL, 0);
-    f->client_throttle = ms_metrics_family(m, MS_METRIC_COUNTER,
-                                           "meshscaler_kube_client_throttle_seconds_total",
-                                           "Time requests waited for the client-side rate limit.",
-                                           NULL, 0, NULL, 0);
-    f->objects = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_objects",
-                                   "MeshAutoscalers in the informer cache.", NULL, 0, NULL, 0);
-    f->status_queued = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_status_writes_queued",
-                                         "Status patches waiting for a writer.", NULL, 0, NULL, 0);
-    f->breaker_open = ms_metrics_family(
-        m, MS_METRIC_GAUGE, "meshscaler_prometheus_breaker_open",
-        "1 while the Prometheus circuit breaker is open: failed runs in a row stop queries for a "
-        "backoff, every object's metrics are missing meanwhile.",
-        NULL, 0, NULL, 0);
-    f->prom_skipped = ms_metrics_family(m, MS_METRIC_COUNTER,
-                                        "meshscaler_prometheus_queries_skipped_total",
-                                        "Queries not sent because the circuit breaker was open.",
-                                        NULL, 0, NULL, 0);
-    object_families(c);
+    declare(c, loop_families, N(loop_families));
+    declare(c, object_families, N(object_families));
 }
 
 void ms__kube_observe(ms_controller_t *c, const char *operation, double started, ms_err_t err)

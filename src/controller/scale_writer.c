@@ -19,141 +19,53 @@
 #include <stdlib.h>
 
 #include "controller_internal.h"
-#include "meshscaler/clock.h"
-#include "meshscaler/kube.h"
 #include "meshscaler/xalloc.h"
 
 struct ms__scale_writer {
-    ms_controller_t *c;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;     /* work queued, or stopping */
-    pthread_cond_t done;     /* a writer finished a write or left */
-    ms__latest_t queue;      /* "ns/name" -> ms__item_t* (owned until a writer takes it) */
-    size_t writing;          /* taken by a writer, not finished */
-    bool stopping;
-    double drain_deadline;   /* monotonic, once stopping */
-    pthread_t *threads;
-    int nthreads;
+    ms__writer_pool_t *pool; /* "ns/name" -> ms__item_t* */
 };
 
-static void *run(void *arg)
+static void write_scale(void *ctx, void *it) { ms__sync_write(ctx, it); }
+
+/* The newer sync holds the object now. */
+static void replaced(void *ctx, void *it)
 {
-    ms__scale_writer_t *w = arg;
-    ms_controller_t *c = w->c;
-
-    pthread_mutex_lock(&w->lock);
-    for (;;) {
-        ms__item_t *it;
-        double drain;
-
-        while (w->queue.len == 0 && !w->stopping)
-            pthread_cond_wait(&w->cond, &w->lock);
-        if (w->queue.len == 0 || (w->stopping && ms_clock_monotonic() > w->drain_deadline))
-            break;
-        it = ms__latest_pop(&w->queue);
-        w->writing++;
-        drain = w->stopping ? w->drain_deadline : 0;
-        pthread_mutex_unlock(&w->lock);
-        ms_kube_deadline_set(0);
-        ms_kube_deadline_cap(drain); /* at shutdown a write waits no longer than the drain */
-        ms__sync_write(c, it);
-        ms_kube_deadline_set(0);
-        pthread_mutex_lock(&w->lock);
-        w->writing--;
-        pthread_cond_broadcast(&w->done);
-    }
-    pthread_cond_broadcast(&w->done);
-    pthread_mutex_unlock(&w->lock);
-    return NULL;
+    (void)ctx;
+    ms__sync_free(it);
 }
+
+static void unwritten(void *ctx, void *it) { ms__sync_abandon(ctx, it); }
 
 ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t capacity)
 {
+    static const ms__writer_pool_ops_t ops = {.write = write_scale,
+                                              .replaced = replaced,
+                                              .unwritten = unwritten};
     ms__scale_writer_t *w = ms_xcalloc(1, sizeof *w);
 
-    w->c = c;
-    ms__latest_init(&w->queue, capacity);
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, NULL);
-    ms_clock_cond_init(&w->done);
-    w->threads = ms_xcalloc((size_t)(threads > 0 ? threads : 1), sizeof *w->threads);
-    for (int i = 0; i < threads; i++) /* 0: a queue nobody takes from (tests) */
-        if (pthread_create(&w->threads[w->nthreads], NULL, run, w) == 0)
-            w->nthreads++;
+    w->pool = ms__writer_pool_new(&ops, c, threads, capacity);
     return w;
 }
 
 bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline)
 {
-    bool drained;
-
-    if (w == NULL)
-        return true;
-    pthread_mutex_lock(&w->lock);
-    w->stopping = true;
-    w->drain_deadline = deadline;
-    pthread_cond_broadcast(&w->cond);
-    while (w->queue.len + w->writing > 0 && w->nthreads > 0)
-        if (!ms_clock_cond_wait_until(&w->done, &w->lock, deadline))
-            break;
-    drained = w->queue.len + w->writing == 0;
-    pthread_mutex_unlock(&w->lock);
-    return drained;
+    return w == NULL || ms__writer_pool_drain(w->pool, deadline);
 }
 
 void ms__scale_writer_free(ms__scale_writer_t *w)
 {
-    ms__item_t *it;
-
     if (w == NULL)
         return;
-    pthread_mutex_lock(&w->lock);
-    if (!w->stopping) {
-        w->stopping = true;
-        w->drain_deadline = ms_clock_monotonic();
-    }
-    pthread_cond_broadcast(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-    for (int i = 0; i < w->nthreads; i++)
-        pthread_join(w->threads[i], NULL);
-    /* Past the drain: what still waits is not written. */
-    while ((it = ms__latest_pop(&w->queue)) != NULL)
-        ms__sync_abandon(w->c, it);
-    ms__latest_cleanup(&w->queue, NULL);
-    free(w->threads);
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->cond);
-    pthread_cond_destroy(&w->done);
+    ms__writer_pool_free(w->pool, 0); /* past the drain: what still waits is abandoned */
     free(w);
 }
 
 bool ms__scale_writer_push(ms__scale_writer_t *w, ms__item_t *it)
 {
-    void *older = NULL;
-    ms__latest_put_t put;
-
-    pthread_mutex_lock(&w->lock);
-    if (w->stopping) {
-        pthread_mutex_unlock(&w->lock);
-        return false;
-    }
-    put = ms__latest_put(&w->queue, it->key, it, &older);
-    if (put == MS__LATEST_ADDED)
-        pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-    if (older != NULL)
-        ms__sync_free(older); /* the newer sync holds the object now */
-    return put != MS__LATEST_FULL;
+    return ms__writer_pool_push(w->pool, it->key, it);
 }
 
 size_t ms__scale_writer_pending(ms__scale_writer_t *w)
 {
-    size_t n;
-
-    if (w == NULL)
-        return 0;
-    pthread_mutex_lock(&w->lock);
-    n = w->queue.len + w->writing;
-    pthread_mutex_unlock(&w->lock);
-    return n;
+    return w == NULL ? 0 : ms__writer_pool_pending(w->pool, true);
 }

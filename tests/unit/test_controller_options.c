@@ -325,6 +325,13 @@ static void test_help(void **state)
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         assert_non_null(strstr(h, flags[i]));
     assert_int_equal(h[strlen(h) - 1], '\n');
+    /* Generated from the options table and wrapped: it fits a terminal. */
+    for (const char *line = h; *line; line += strcspn(line, "\n") + 1)
+        if (strcspn(line, "\n") > 80)
+            fail_msg("help line wider than 80 columns: %.*s", (int)strcspn(line, "\n"), line);
+    assert_non_null(strstr(h, "  --prometheus-basic-auth-password-file FILE\n"));
+    assert_non_null(strstr(h, "prometheusHeaders (a list),"));
+    assert_non_null(strstr(h, "logLevel. Flags win"));
 }
 
 /* ---- durations ---- */

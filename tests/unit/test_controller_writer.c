@@ -13,7 +13,9 @@
 
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "controller/controller_internal.h"
 #include "meshscaler/clock.h"
@@ -211,6 +213,71 @@ static void test_status_waits_behind_scale_writes(void **state)
     free(c);
 }
 
+/* ---- the pool under both writers (writer_pool.c) ---- */
+
+typedef struct {
+    atomic_int written, replaced, unwritten;
+    double slow;           /* seconds each write takes */
+} pool_counts_t;
+
+static void count_write(void *ctx, void *val)
+{
+    pool_counts_t *n = ctx;
+
+    (void)val;
+    ms_clock_sleep(n->slow);
+    atomic_fetch_add(&n->written, 1);
+}
+
+static void count_replaced(void *ctx, void *val)
+{
+    (void)val;
+    atomic_fetch_add(&((pool_counts_t *)ctx)->replaced, 1);
+}
+
+static void count_unwritten(void *ctx, void *val)
+{
+    (void)val;
+    atomic_fetch_add(&((pool_counts_t *)ctx)->unwritten, 1);
+}
+
+/* A drain stops at its deadline with writes left; the free hands what still
+ * waits to `unwritten`; a value queued again replaces the waiting one. */
+static void test_pool_drain_deadline_and_leftovers(void **state)
+{
+    static const ms__writer_pool_ops_t ops = {
+        .write = count_write, .replaced = count_replaced, .unwritten = count_unwritten};
+    static const char *const keys[] = {"a", "b", "c", "d", "e", "f"};
+    pool_counts_t n = {.slow = 0.2};
+    ms__writer_pool_t *p;
+    double t0;
+
+    (void)state;
+    p = ms__writer_pool_new(&ops, &n, 1, 8);
+    for (size_t i = 0; i < 6; i++)
+        assert_true(ms__writer_pool_push(p, keys[i], (void *)keys[i]));
+    assert_true(ms__writer_pool_push(p, "f", (void *)"f2")); /* f waits: replaced */
+    assert_int_equal(atomic_load(&n.replaced), 1);
+    t0 = ms_clock_monotonic();
+    assert_false(ms__writer_pool_drain(p, t0 + 0.5)); /* 6 writes of 0.2 s: not by 0.5 s */
+    assert_true(ms_clock_monotonic() - t0 < 0.7);
+    assert_false(ms__writer_pool_push(p, "g", (void *)"g")); /* stopping: nothing taken */
+    ms__writer_pool_free(p, 5); /* the drain's deadline holds, not 5 s more */
+    assert_true(ms_clock_monotonic() - t0 < 1.0);
+    assert_in_range(atomic_load(&n.written), 2, 4);
+    assert_int_equal(atomic_load(&n.written) + atomic_load(&n.unwritten), 6);
+
+    /* Enough time: everything is written, nothing left. */
+    memset(&n, 0, sizeof n);
+    p = ms__writer_pool_new(&ops, &n, 2, 8);
+    for (size_t i = 0; i < 6; i++)
+        assert_true(ms__writer_pool_push(p, keys[i], (void *)keys[i]));
+    assert_true(ms__writer_pool_drain(p, ms_clock_monotonic() + 5));
+    ms__writer_pool_free(p, 0);
+    assert_int_equal(atomic_load(&n.written), 6);
+    assert_int_equal(atomic_load(&n.unwritten), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_latest_keeps_turn_and_newest),
         cmocka_unit_test(test_scale_writes_coalesced_and_abandoned_unrecorded),
         cmocka_unit_test(test_status_waits_behind_scale_writes),
+        cmocka_unit_test(test_pool_drain_deadline_and_leftovers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
