@@ -639,8 +639,8 @@ static void shut_down(ms_controller_t *c)
         MS_LOG_WARN("scale writes did not finish in time: cancelling their requests");
         atomic_store(&c->cancel, true);
     }
-    ms__scale_writer_free(c->scale_writer);
-    c->scale_writer = NULL;
+    /* No scale writer thread is left to queue a status or an Event. */
+    ms__scale_writer_stop(c->scale_writer);
     /* A patch or Event taken before the drain began waits for a background
      * token with no deadline: 32 such patches at --kube-api-qps 2 held the
      * exit past 12 s. What is still in flight at the end is cancelled. */
@@ -656,6 +656,11 @@ static void shut_down(ms_controller_t *c)
     }
     ms__status_writer_free(c->status_writer, 0);
     c->status_writer = NULL;
+    /* Freed only now: a status writer waiting behind scale writes asks the
+     * (stopped) scale writer for its pending count until its own threads
+     * are gone. */
+    ms__scale_writer_free(c->scale_writer);
+    c->scale_writer = NULL;
     ms__event_queue_free(c->events, 0);
     c->events = NULL;
     ms_kube_elector_free(c->elector);

@@ -404,8 +404,11 @@ bool ms__writer_pool_push(ms__writer_pool_t *p, const char *key, void *val);
  * written by then. */
 bool ms__writer_pool_drain(ms__writer_pool_t *p, double deadline);
 /* Stop (writing for at most `drain` seconds more unless a drain began),
- * join the writers, hand what still waits to ops->unwritten, free. NULL
- * does nothing. */
+ * join the writers and hand what still waits to ops->unwritten; the pool
+ * stays valid for ms__writer_pool_pending (0 from now on). Once; NULL does
+ * nothing. */
+void ms__writer_pool_stop(ms__writer_pool_t *p, double drain);
+/* Stop as above if not stopped yet, then free. NULL does nothing. */
 void ms__writer_pool_free(ms__writer_pool_t *p, double drain);
 /* Values queued, and with_writing: those being written too. */
 size_t ms__writer_pool_pending(ms__writer_pool_t *p, bool with_writing);
@@ -662,8 +665,11 @@ ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t
  * True when every write was done by then; false when some still wait for
  * their answer or a token: cancel the client's requests, then free. NULL: true. */
 bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline);
-/* Join the writers (a write in flight ends first: drained or cancelled),
- * abandon what still waits (ms__sync_abandon), free. NULL does nothing. */
+/* Join the writers (a write in flight ends first: drained or cancelled) and
+ * abandon what still waits (ms__sync_abandon); ms__scale_writer_pending
+ * stays callable (0). NULL does nothing. */
+void ms__scale_writer_stop(ms__scale_writer_t *w);
+/* Stop as above if not stopped yet, then free. NULL does nothing. */
 void ms__scale_writer_free(ms__scale_writer_t *w);
 /* Queue the sync it (taken on true). A sync of the same object that still
  * waits is replaced: only the latest decision is written, the older one

@@ -52,11 +52,17 @@ bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline)
     return w == NULL || ms__writer_pool_drain(w->pool, deadline);
 }
 
+void ms__scale_writer_stop(ms__scale_writer_t *w)
+{
+    if (w != NULL)
+        ms__writer_pool_stop(w->pool, 0); /* past the drain: what still waits is abandoned */
+}
+
 void ms__scale_writer_free(ms__scale_writer_t *w)
 {
     if (w == NULL)
         return;
-    ms__writer_pool_free(w->pool, 0); /* past the drain: what still waits is abandoned */
+    ms__writer_pool_free(w->pool, 0);
     free(w);
 }
 

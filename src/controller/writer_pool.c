@@ -33,6 +33,7 @@ struct ms__writer_pool {
     double drain_deadline; /* monotonic, once stopping */
     pthread_t *threads;
     int nthreads;
+    bool joined; /* stopped: no writer left, nothing queued */
 };
 
 /* Under p->lock: wait while the ops say other work goes first. */
@@ -134,20 +135,36 @@ bool ms__writer_pool_drain(ms__writer_pool_t *p, double deadline)
     return drained;
 }
 
-void ms__writer_pool_free(ms__writer_pool_t *p, double drain)
+void ms__writer_pool_stop(ms__writer_pool_t *p, double drain)
 {
     void *val;
 
-    if (p == NULL)
+    if (p == NULL || p->joined)
         return;
     pthread_mutex_lock(&p->lock);
     stop_locked(p, ms_clock_monotonic() + drain);
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->nthreads; i++)
         pthread_join(p->threads[i], NULL);
-    /* Past the drain: what still waits is not written. */
-    while ((val = ms__latest_pop(&p->queue)) != NULL)
+    p->joined = true;
+    /* Past the drain: what still waits is not written. Popped under the
+     * lock (ms__writer_pool_pending may look meanwhile), handed over
+     * outside it. */
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        val = ms__latest_pop(&p->queue);
+        pthread_mutex_unlock(&p->lock);
+        if (val == NULL)
+            break;
         p->ops.unwritten(p->ctx, val);
+    }
+}
+
+void ms__writer_pool_free(ms__writer_pool_t *p, double drain)
+{
+    if (p == NULL)
+        return;
+    ms__writer_pool_stop(p, drain);
     ms__latest_cleanup(&p->queue, NULL);
     free(p->threads);
     pthread_mutex_destroy(&p->lock);
