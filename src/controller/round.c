@@ -56,6 +56,7 @@ void ms__round_release(ms__round_t *r)
         free(r->entries[i].pod_regex);
     }
     free(r->entries);
+    free(r->group_next);
     free(r->objs);
     ms_prom_tick_free(r->tick);
     free(r);
@@ -193,6 +194,33 @@ static void observe_lateness(ms_controller_t *c, const due_t *d)
             ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, d->late[i]);
 }
 
+/* A member of a shared budget fell due: its fellow members come along
+ * (unless a worker holds them), so that one worker splits the budget's
+ * room between all of them in the same round. */
+static void pull_peer(void *ctx, const char *key)
+{
+    ms__object_t *o = ms__objects_get_locked(ctx, key);
+
+    if (o != NULL && !o->deleted && !o->busy && o->pending == NULL)
+        o->due = 0;
+}
+
+/* Under the table's lock, before the due objects are collected. */
+static void pull_budget_peers(ms_controller_t *c, double now)
+{
+    size_t pos = 0;
+    const char *key;
+    void *val;
+
+    if (!ms__budgets_any(&c->objects.budgets))
+        return;
+    while (ms_strmap_next(&c->objects.map, &pos, &key, &val)) {
+        ms__object_t *o = val;
+        if (!o->deleted && !o->busy && o->pending == NULL && o->due <= now + 0.001)
+            ms__budgets_each_peer(&c->objects.budgets, o->key, pull_peer, &c->objects);
+    }
+}
+
 /* Free deleted objects nobody holds; collect the due ones (only when acting). */
 static void collect(ms_controller_t *c, double now, bool acting, bool all_due, due_t *d)
 {
@@ -205,6 +233,8 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
 
     d->next = now + MAX_SLEEP;
     pthread_mutex_lock(&c->objects.lock);
+    if (acting && !all_due)
+        pull_budget_peers(c, now);
     while (ms_strmap_next(&c->objects.map, &pos, &key, &val)) {
         ms__object_t *o = val;
         if (o->deleted) {
@@ -516,13 +546,46 @@ static void observe(ms_controller_t *c, ms__round_t *r)
 
 /* ---- one round ---- */
 
+/* Under the table's lock: which of the round's observed entries share a
+ * budget (r->group_next; NULL when none does). Entries a worker holds
+ * (skipped below) are left out. */
+static void group_budgets(ms_controller_t *c, ms__round_t *r)
+{
+    const ms_spec_t **specs;
+    bool any = false;
+
+    if (!ms__budgets_any(&c->objects.budgets))
+        return;
+    specs = ms_xcalloc(r->n ? r->n : 1, sizeof *specs);
+    for (size_t i = 0; i < r->n; i++) {
+        const ms__round_entry_t *e = &r->entries[i];
+        const ms__object_t *o = ms__objects_get_locked(&c->objects, e->key);
+
+        if (e->stage == MS__ENTRY_OBSERVED && o != NULL && !o->busy && o->pending == NULL) {
+            specs[i] = &e->spec->spec;
+            any = any || ms__spec_names_budget(specs[i]);
+        }
+    }
+    if (any) {
+        r->group_next = ms_xcalloc(r->n, sizeof *r->group_next);
+        ms__budget_groups(specs, r->n, r->group_next);
+    }
+    free(specs);
+}
+
+/* Every entry goes to the queue, those of a budget group too: the first
+ * worker to take one of them syncs the whole group (reconcile.c), the
+ * others find nothing pending. Members of a budget run at the shortest
+ * period among them, so they stay on one grid. */
 static void hand_out(ms_controller_t *c, ms__round_t *r)
 {
     pthread_mutex_lock(&c->objects.lock);
+    group_budgets(c, r);
     for (size_t i = 0; i < r->n; i++) {
         ms__round_entry_t *e = &r->entries[i];
         ms__object_t *o = ms__objects_get_locked(&c->objects, e->key);
-        double period = period_of(c, e->spec);
+        double period = ms__budgets_period(&c->objects.budgets, e->key, period_of(c, e->spec),
+                                           c->cfg.sync_period);
 
         if (o == NULL || o->busy || o->pending != NULL)
             continue;
