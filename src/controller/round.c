@@ -221,6 +221,32 @@ static void pull_budget_peers(ms_controller_t *c, double now)
     }
 }
 
+typedef struct {
+    ms__objects_t *t;
+    bool held;
+} peer_held_t;
+
+static void note_held_peer(void *ctx, const char *key)
+{
+    peer_held_t *h = ctx;
+    ms__object_t *o = ms__objects_get_locked(h->t, key);
+
+    if (o != NULL && !o->deleted && (o->busy || o->pending != NULL))
+        h->held = true;
+}
+
+/* Under the table's lock: a fellow member of one of o's budgets is in a
+ * worker's hands or queued for one. o then waits for the round that takes
+ * them all: decided without it, o would split the room as if the other's
+ * starting replicas and ask did not exist. */
+static bool budget_peer_held(ms_controller_t *c, const ms__object_t *o)
+{
+    peer_held_t h = {&c->objects, false};
+
+    ms__budgets_each_peer(&c->objects.budgets, o->key, note_held_peer, &h);
+    return h.held;
+}
+
 /* Free deleted objects nobody holds; collect the due ones (only when acting). */
 static void collect(ms_controller_t *c, double now, bool acting, bool all_due, due_t *d)
 {
@@ -229,10 +255,11 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
     void *val;
     ms__object_t *gone[64];
     size_t ngone = 0;
-    bool waiting = false;
+    bool waiting = false, budgets;
 
     d->next = now + MAX_SLEEP;
     pthread_mutex_lock(&c->objects.lock);
+    budgets = ms__budgets_any(&c->objects.budgets);
     if (acting && !all_due)
         pull_budget_peers(c, now);
     while (ms_strmap_next(&c->objects.map, &pos, &key, &val)) {
@@ -246,6 +273,10 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
             o->due = 0;
         if (o->busy || o->pending != NULL) {
             waiting = true; /* in a worker's hands or queued for one */
+            continue;
+        }
+        if (o->due <= now + 0.001 && budgets && budget_peer_held(c, o)) {
+            waiting = true;
             continue;
         }
         if (o->due <= now + 0.001) {
