@@ -187,6 +187,24 @@ bool ms__spec_names_budget(const ms_spec_t *spec)
 
 bool ms__budgets_any(const ms__budgets_t *b) { return ms_strmap_size(&b->by_key) > 0; }
 
+/* An object takes a share of a budget's room when its decision is written
+ * as decided. One that pausing (paused, paused-replicas, a cancelled
+ * scale-out), its own spec.dryRun or a conflicting autoscaler keeps from
+ * writing takes none, and keeps its own step-7 cap: a share it would never
+ * use is room the others lose. A cancelled scale-in asks nothing anyway.
+ * (Missing metrics hold: such an object takes part, asks nothing, and its
+ * starting pods still reserve their flows.) */
+bool ms__budget_takes_share(bool spec_dry_run, bool conflict, const ms_pause_t *pause,
+                            int32_t current, int32_t desired)
+{
+    ms_pause_effect_t e;
+
+    if (spec_dry_run || conflict)
+        return false;
+    e = ms_pause_apply(pause, current, &desired);
+    return e == MS_PAUSE_NONE || e == MS_PAUSE_SCALE_IN;
+}
+
 /* ---- one round's groups ---- */
 
 static size_t find_root(size_t *parent, size_t i)

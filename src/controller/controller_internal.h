@@ -267,6 +267,12 @@ double ms__budgets_period(const ms__budgets_t *b, const char *key, double own, d
 bool ms__spec_names_budget(const ms_spec_t *spec);
 /* Whether any object names a budget. */
 bool ms__budgets_any(const ms__budgets_t *b);
+/* Whether an object decided `desired` from `current` takes a share of its
+ * budgets' room in its round (docs/controller.md, "Shared budgets"): not
+ * with its own spec.dryRun, a conflicting autoscaler, or a pausing that
+ * changes or stops its write. Pure. */
+bool ms__budget_takes_share(bool spec_dry_run, bool conflict, const ms_pause_t *pause,
+                            int32_t current, int32_t desired);
 /* A round's budget groups: entries whose specs name a common budget, and
  * transitively, decide together. next[i] is the next entry of i's group in
  * ascending index, the last pointing back to the first; i itself when it

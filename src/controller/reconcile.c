@@ -588,23 +588,12 @@ static void sync_end(ms_controller_t *c, ms__item_t *it, bool report)
     ms__sync_free(it);
 }
 
-/* Who takes a share of a budget's room: an object whose decision is
- * written as decided. One that pausing (paused, paused-replicas, a
- * cancelled scale-out), its own spec.dryRun or a conflicting autoscaler
- * keeps from writing takes none, and keeps its own step-7 cap: a share it
- * would never use is room the others lose. An object whose metrics are
- * missing takes part: it holds (asks nothing) and its starting pods still
- * reserve their flows. Under --dry-run the others take part as they would
- * live. */
+/* Who takes a share: ms__budget_takes_share (budgets.c says why). */
 static bool takes_share(const ms__item_t *it)
 {
-    int32_t desired = it->d.desired_replicas;
-    ms_pause_effect_t e;
-
-    if (it->stage != MS__ENTRY_OBSERVED || it->engine_refused || it->spec->dry_run || it->conflict)
-        return false;
-    e = ms_pause_apply(&it->pause, it->scale.replicas, &desired);
-    return e == MS_PAUSE_NONE || e == MS_PAUSE_SCALE_IN;
+    return it->stage == MS__ENTRY_OBSERVED && !it->engine_refused &&
+           ms__budget_takes_share(it->spec->dry_run, it->conflict, &it->pause, it->scale.replicas,
+                                  it->d.desired_replicas);
 }
 
 /* The members of one budget group of a round, on one worker: steps 1-7 for

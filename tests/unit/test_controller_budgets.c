@@ -183,6 +183,27 @@ static void test_round_groups(void **state)
         ms_spec_cleanup(&s[i]);
 }
 
+static void test_who_takes_a_share(void **state)
+{
+    ms_pause_t none = {0}, paused = {0}, held = {0}, no_out = {0}, no_in = {0};
+
+    (void)state;
+    paused.paused = true;
+    held.has_replicas = true;
+    held.replicas = 3;
+    no_out.no_scale_out = true;
+    no_in.no_scale_in = true;
+    assert_true(ms__budget_takes_share(false, false, &none, 2, 6));
+    assert_true(ms__budget_takes_share(false, false, &none, 2, 2)); /* a hold: its reservation */
+    assert_false(ms__budget_takes_share(true, false, &none, 2, 6));  /* spec.dryRun */
+    assert_false(ms__budget_takes_share(false, true, &none, 2, 6));  /* a conflict */
+    assert_false(ms__budget_takes_share(false, false, &paused, 2, 6));
+    assert_false(ms__budget_takes_share(false, false, &held, 2, 6));
+    assert_false(ms__budget_takes_share(false, false, &no_out, 2, 6)); /* scale-out cancelled */
+    assert_true(ms__budget_takes_share(false, false, &no_out, 6, 2));  /* a scale-in goes on */
+    assert_true(ms__budget_takes_share(false, false, &no_in, 6, 2));   /* cancelled: asks nothing */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_shortest_period_among_members),
         cmocka_unit_test(test_leaving_says_what_went),
         cmocka_unit_test(test_round_groups),
+        cmocka_unit_test(test_who_takes_a_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
