@@ -194,14 +194,23 @@ static void observe_lateness(ms_controller_t *c, const due_t *d)
             ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, d->late[i]);
 }
 
+typedef struct {
+    ms__objects_t *t;
+    double now;
+} pull_t;
+
 /* A member of a shared budget fell due: its fellow members come along
  * (unless a worker holds them), so that one worker splits the budget's
- * room between all of them in the same round. */
+ * room between all of them in the same round. One due already keeps its
+ * due time: at its grid time, its round of the grid (0 would make it an
+ * early sync, and a round of members that all pull each other a
+ * catch-up round). */
 static void pull_peer(void *ctx, const char *key)
 {
-    ms__object_t *o = ms__objects_get_locked(ctx, key);
+    pull_t *p = ctx;
+    ms__object_t *o = ms__objects_get_locked(p->t, key);
 
-    if (o != NULL && !o->deleted && !o->busy && o->pending == NULL)
+    if (o != NULL && !o->deleted && !o->busy && o->pending == NULL && o->due > p->now + 0.001)
         o->due = 0;
 }
 
@@ -211,13 +220,14 @@ static void pull_budget_peers(ms_controller_t *c, double now)
     size_t pos = 0;
     const char *key;
     void *val;
+    pull_t pull = {&c->objects, now};
 
     if (!ms__budgets_any(&c->objects.budgets))
         return;
     while (ms_strmap_next(&c->objects.map, &pos, &key, &val)) {
         ms__object_t *o = val;
         if (!o->deleted && !o->busy && o->pending == NULL && o->due <= now + 0.001)
-            ms__budgets_each_peer(&c->objects.budgets, o->key, pull_peer, &c->objects);
+            ms__budgets_each_peer(&c->objects.budgets, o->key, pull_peer, &pull);
     }
 }
 
