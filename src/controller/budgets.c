@@ -185,6 +185,13 @@ bool ms__spec_names_budget(const ms_spec_t *spec)
     return false;
 }
 
+bool ms__budgets_is_member(const ms__budgets_t *b, const char *key, const char *budget)
+{
+    const member_t *m = ms_strmap_get(&b->by_key, key);
+
+    return m != NULL && names_has(m, budget);
+}
+
 bool ms__budgets_any(const ms__budgets_t *b) { return ms_strmap_size(&b->by_key) > 0; }
 
 /* An object takes a share of a budget's room when its decision is written

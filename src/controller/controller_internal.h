@@ -265,6 +265,8 @@ size_t ms__budgets_each_peer(const ms__budgets_t *b, const char *key,
 double ms__budgets_period(const ms__budgets_t *b, const char *key, double own, double def);
 /* Whether a downstream entry of spec (NULL: none) names a budget. */
 bool ms__spec_names_budget(const ms_spec_t *spec);
+/* Whether key names budget (as the registry last heard). */
+bool ms__budgets_is_member(const ms__budgets_t *b, const char *key, const char *budget);
 /* Whether any object names a budget. */
 bool ms__budgets_any(const ms__budgets_t *b);
 /* Whether an object decided `desired` from `current` takes a share of its

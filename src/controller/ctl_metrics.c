@@ -88,6 +88,11 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
             ms_metrics_remove(c->metrics, c->fam.budget_granted,
                               (const char *[]){it->ns, it->name, name});
     }
+    /* Under the table's lock, and only while the object still belongs to
+     * the budget: the handler removes the series under it when the object
+     * leaves (controller.c), so a sync that was in flight then does not
+     * bring them back. */
+    pthread_mutex_lock(&c->objects.lock);
     for (size_t i = 0; i < d->nbudgets; i++) {
         const ms_budget_result_t *b = &d->budgets[i];
         const char *name;
@@ -95,10 +100,13 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
         if (b->downstream >= it->spec->ndownstreams)
             continue;
         name = it->spec->downstreams[b->downstream].budget;
+        if (!ms__budgets_is_member(&c->objects.budgets, it->key, name))
+            continue;
         ms_metrics_set(c->metrics, c->fam.budget_room, (const char *[]){name}, b->room);
         ms_metrics_set(c->metrics, c->fam.budget_granted,
                        (const char *[]){it->ns, it->name, name}, b->grant);
     }
+    pthread_mutex_unlock(&c->objects.lock);
 }
 
 void ms__metrics_budget_forget(ms_controller_t *c, const char *ns, const char *name,

@@ -77,6 +77,9 @@ static void test_peers_across_namespaces(void **state)
     assert_int_equal(ms__budgets_each_peer(&b, "b/two", NULL, NULL), 1);
     assert_int_equal(ms__budgets_each_peer(&b, "a/lone", NULL, NULL), 0);
     assert_int_equal(ms__budgets_each_peer(&b, "x/unknown", NULL, NULL), 0);
+    assert_true(ms__budgets_is_member(&b, "b/two", "edge"));
+    assert_false(ms__budgets_is_member(&b, "b/two", "db"));
+    assert_false(ms__budgets_is_member(&b, "a/lone", "edge"));
     /* one entry naming a budget twice counts once */
     spec_with(&s, 0, "edge", "edge");
     ms__budgets_set(&b, "a/one", &s, NULL, NULL);
