@@ -91,7 +91,9 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
     /* Under the table's lock, and only while the object still belongs to
      * the budget: the handler removes the series under it when the object
      * leaves (controller.c), so a sync that was in flight then does not
-     * bring them back. */
+     * bring them back. (Most objects name no budget: no lock.) */
+    if (d->nbudgets == 0)
+        return;
     pthread_mutex_lock(&c->objects.lock);
     for (size_t i = 0; i < d->nbudgets; i++) {
         const ms_budget_result_t *b = &d->budgets[i];
