@@ -1,5 +1,5 @@
-# t_budget.sh - test 16 (issue 26, part 2): shared downstream budgets in the
-# controller (docs/decision-rules.md §2b, docs/controller.md "Shared budgets").
+# t_budget.sh - issue 26, part 2: shared downstream budgets in the controller
+# (docs/decision-rules.md §2b, docs/controller.md "Shared budgets").
 #
 # One balancer `edge`: limit 200 (a series, so every member sees a change in one
 # tick), maxUtilization 0.7 (140 flows), usage 40: a room of 100 flows, 10 replicas
