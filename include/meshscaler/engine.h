@@ -272,4 +272,11 @@ size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d,
  * nothing, when that downstream reserved nothing. */
 bool ms_decision_reservation(const ms_decision_t *d, size_t i, char *buf, size_t len);
 
+/* §2b's budget i of d (d->budgets[i]) when it lowered the count, as "budget
+ * edge: 1 of 3 replicas asked, room 40 flows shared by 2 objects" into buf
+ * (NUL-terminated when len > 0). Returns false, writing nothing, when it
+ * did not (the room held the ask) or i is out of range. */
+bool ms_decision_budget(const ms_spec_t *spec, const ms_decision_t *d, size_t i, char *buf,
+                        size_t len);
+
 #endif

@@ -120,6 +120,35 @@ static const cJSON *annotations(const cJSON *obj)
 
 static void kick_key(void *ctx, const char *key) { ms__kick(ctx, key); }
 
+/* An object stopped naming a budget: its share's series goes, and the
+ * budget's own when it was the last member. */
+static void budget_gone(void *ctx, const char *key, const char *budget, bool last)
+{
+    ms_controller_t *c = ctx;
+    const char *slash = strchr(key, '/');
+    char ns[MS__KEY_MAX];
+
+    if (slash == NULL)
+        return;
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - key), key);
+    ms__metrics_budget_forget(c, ns, slash + 1, budget, last);
+}
+
+/* The budgets the object's spec names now (none once deleted or invalid),
+ * so its fellow members are synced with it (round.c). */
+static void note_budgets(ms_controller_t *c, const char *key, bool deleted)
+{
+    ms__object_t *o;
+    const ms_spec_t *spec = NULL;
+
+    pthread_mutex_lock(&c->objects.lock);
+    o = ms__objects_get_locked(&c->objects, key);
+    if (!deleted && o != NULL && o->spec != NULL && o->spec->ok)
+        spec = &o->spec->spec;
+    ms__budgets_set(&c->objects.budgets, key, spec, budget_gone, c);
+    pthread_mutex_unlock(&c->objects.lock);
+}
+
 /* A MeshAutoscaler changed. Its state learns what the cache now holds (a
  * status-only update moves only the resourceVersion). Status-only updates
  * (ours, mostly) are not worth a sync: the grid brings the next one. New
@@ -136,6 +165,7 @@ static void on_mas(void *ctx, ms_kube_change_t change, const cJSON *obj, const c
         return;
     if (change != MS_KUBE_DELETED)
         ms__objects_note(&c->objects, key, obj, c->cfg.user_queries);
+    note_budgets(c, key, change == MS_KUBE_DELETED);
     if (change == MS_KUBE_UPDATED && old != NULL && generation(obj) == generation(old) &&
         cJSON_Compare(annotations(obj), annotations(old), true))
         return;

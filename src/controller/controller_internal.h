@@ -145,6 +145,9 @@ typedef struct {
     size_t nobjs;
     ms_prom_tick_t *tick;        /* owns what objects observed; NULL: no tick ran */
     bool tick_ok;                /* the tick ran (its queries may still have failed) */
+    /* Owned; NULL when no entry shares a budget. Per entry, the next entry
+     * of its budget group, circular (ms__budget_groups); itself when alone. */
+    size_t *group_next;
 } ms__round_t;
 
 ms__round_t *ms__round_retain(ms__round_t *r);
@@ -233,9 +236,55 @@ typedef struct ms__object {
     double hpa_since;               /* wall time of the first sample */
 } ms__object_t;
 
+/* ---- shared budgets (budgets.c) ---- */
+
+/* Which MeshAutoscalers name which budget in their downstream entries
+ * (across namespaces): kept by the MeshAutoscaler handler, read by the
+ * round thread, both under the objects table's lock. */
+typedef struct {
+    ms_strmap_t by_budget; /* budget name -> its members' keys */
+    ms_strmap_t by_key;    /* key -> the budgets it names, its sync period */
+} ms__budgets_t;
+
+void ms__budgets_init(ms__budgets_t *b);
+void ms__budgets_cleanup(ms__budgets_t *b);
+/* Called for each budget an object stopped naming; last: it had no other
+ * member, so the budget itself is gone. */
+typedef void (*ms__budget_gone_fn)(void *ctx, const char *key, const char *budget, bool last);
+/* key now names the budgets of spec (NULL: none; it was deleted or its spec
+ * is invalid), at spec's sync period; gone (may be NULL) hears of each
+ * budget it left. */
+void ms__budgets_set(ms__budgets_t *b, const char *key, const ms_spec_t *spec,
+                     ms__budget_gone_fn gone, void *ctx);
+/* fn(ctx, peer) for every other member of each budget key names (a peer
+ * sharing two budgets comes twice); returns the number of calls. */
+size_t ms__budgets_each_peer(const ms__budgets_t *b, const char *key,
+                             void (*fn)(void *ctx, const char *peer), void *ctx);
+/* The shortest sync period among key (own: its period) and the members of
+ * its budgets, a member without one counting def (the controller's). */
+double ms__budgets_period(const ms__budgets_t *b, const char *key, double own, double def);
+/* Whether a downstream entry of spec (NULL: none) names a budget. */
+bool ms__spec_names_budget(const ms_spec_t *spec);
+/* Whether key names budget (as the registry last heard). */
+bool ms__budgets_is_member(const ms__budgets_t *b, const char *key, const char *budget);
+/* Whether any object names a budget. */
+bool ms__budgets_any(const ms__budgets_t *b);
+/* Whether an object decided `desired` from `current` takes a share of its
+ * budgets' room in its round (docs/controller.md, "Shared budgets"): not
+ * with its own spec.dryRun, a conflicting autoscaler, or a pausing that
+ * changes or stops its write. Pure. */
+bool ms__budget_takes_share(bool spec_dry_run, bool conflict, const ms_pause_t *pause,
+                            int32_t current, int32_t desired);
+/* A round's budget groups: entries whose specs name a common budget, and
+ * transitively, decide together. next[i] is the next entry of i's group in
+ * ascending index, the last pointing back to the first; i itself when it
+ * is alone (or specs[i] is NULL). Pure. */
+void ms__budget_groups(const ms_spec_t *const *specs, size_t n, size_t *next);
+
 typedef struct {
     pthread_mutex_t lock;
     ms_strmap_t map; /* key -> ms__object_t* */
+    ms__budgets_t budgets; /* guarded by lock too */
 } ms__objects_t;
 
 void ms__objects_init(ms__objects_t *t);
@@ -473,6 +522,9 @@ typedef struct {
     int last_reason;     /* gauge {namespace, name, reason}: 1 for the last decision's */
     int hpa_desired;     /* gauge {namespace, name}: the HPA beside a dry-run object */
     int hpa_difference;  /* gauge {namespace, name}: meshscaler's desired minus the HPA's */
+    /* §2b's shared budgets, removed when the budget or its member goes: */
+    int budget_room;     /* gauge {budget}: the room the last round split */
+    int budget_granted;  /* gauge {namespace, name, budget}: replicas granted to the object */
 } ms__families_t;
 
 /* ---- the controller ---- */
@@ -593,6 +645,8 @@ typedef struct {
                                     not written (no lease, someone else scaled) */
     int32_t change;              /* the replicas a written scale changed (the scale event) */
     bool decided;                /* the engine was asked (decide_first) */
+    bool stale;                  /* the round's observation was too old: observed again */
+    bool wants_write;            /* the decision asks for a scale write */
     bool engine_refused;         /* the engine refused the observation: nothing to record */
     bool applied;                /* a scale update was written */
     bool write_failed;
@@ -620,6 +674,12 @@ void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const
 
 /* Declare every family into c->metrics and c->fam (ctl_metrics.c). */
 void ms__metrics_declare(ms_controller_t *c);
+/* A decided item's shared budgets: each one's room and the item's grant. */
+void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it);
+/* ns/name no longer names budget: its grant's series goes; last: the
+ * budget had no other member, so its room's series goes too. */
+void ms__metrics_budget_forget(ms_controller_t *c, const char *ns, const char *name,
+                               const char *budget, bool last);
 /* Remove every per-object series of ns/name (the object was deleted). */
 void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name);
 /* The per-namespace costs of a round's tick: its MS__COST_NAMESPACES

@@ -170,6 +170,77 @@ static void declare(ms_controller_t *c, const family_t *t, size_t n)
                               t[i].nlabels, t[i].buckets, t[i].nbuckets);
 }
 
+/* §2b's shared budgets (docs/metrics.md): the room each one's last round
+ * split, and what each member was granted of it. */
+static void budget_families(ms_controller_t *c)
+{
+    static const char *const budget[] = {"budget"};
+    static const char *const member[] = {"namespace", "name", "budget"};
+
+    c->fam.budget_room = ms_metrics_family(c->metrics, MS_METRIC_GAUGE, "meshscaler_budget_room",
+                                           "Flows a shared downstream budget had to split at its "
+                                           "last round, after every member's reservation.",
+                                           budget, 1, NULL, 0);
+    c->fam.budget_granted = ms_metrics_family(
+        c->metrics, MS_METRIC_GAUGE, "meshscaler_budget_granted_replicas",
+        "Replicas an object was granted of a shared budget's room at its last decision "
+        "(its ask when the room held every ask).",
+        member, 3, NULL, 0);
+}
+
+/* Whether d took part in the budget called name. */
+static bool decision_shared(const ms_spec_t *spec, const ms_decision_t *d, const char *name)
+{
+    for (size_t i = 0; i < d->nbudgets; i++)
+        if (d->budgets[i].downstream < spec->ndownstreams &&
+            strcmp(spec->downstreams[d->budgets[i].downstream].budget, name) == 0)
+            return true;
+    return false;
+}
+
+void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
+{
+    const ms_decision_t *d = &it->d;
+
+    /* A budget it names but took no share of this time (paused, not
+     * observed): no grant to show. */
+    for (size_t k = 0; k < it->spec->ndownstreams; k++) {
+        const char *name = it->spec->downstreams[k].budget;
+        if (name[0] != '\0' && !decision_shared(it->spec, d, name))
+            ms_metrics_remove(c->metrics, c->fam.budget_granted,
+                              (const char *[]){it->ns, it->name, name});
+    }
+    /* Under the table's lock, and only while the object still belongs to
+     * the budget: the handler removes the series under it when the object
+     * leaves (controller.c), so a sync that was in flight then does not
+     * bring them back. (Most objects name no budget: no lock.) */
+    if (d->nbudgets == 0)
+        return;
+    pthread_mutex_lock(&c->objects.lock);
+    for (size_t i = 0; i < d->nbudgets; i++) {
+        const ms_budget_result_t *b = &d->budgets[i];
+        const char *name;
+
+        if (b->downstream >= it->spec->ndownstreams)
+            continue;
+        name = it->spec->downstreams[b->downstream].budget;
+        if (!ms__budgets_is_member(&c->objects.budgets, it->key, name))
+            continue;
+        ms_metrics_set(c->metrics, c->fam.budget_room, (const char *[]){name}, b->room);
+        ms_metrics_set(c->metrics, c->fam.budget_granted,
+                       (const char *[]){it->ns, it->name, name}, b->grant);
+    }
+    pthread_mutex_unlock(&c->objects.lock);
+}
+
+void ms__metrics_budget_forget(ms_controller_t *c, const char *ns, const char *name,
+                               const char *budget, bool last)
+{
+    ms_metrics_remove(c->metrics, c->fam.budget_granted, (const char *[]){ns, name, budget});
+    if (last)
+        ms_metrics_remove(c->metrics, c->fam.budget_room, (const char *[]){budget});
+}
+
 void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick)
 {
     ms_prom_namespace_cost_t costs[MS__COST_NAMESPACES];
@@ -192,7 +263,8 @@ void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *n
     const int families[] = {c->fam.desired,       c->fam.current,       c->fam.scales,
                             c->fam.metric_value,  c->fam.metric_target, c->fam.metric_desired,
                             c->fam.ds_headroom,   c->fam.ds_allowed,    c->fam.condition,
-                            c->fam.last_reason,   c->fam.hpa_desired,   c->fam.hpa_difference};
+                            c->fam.last_reason,   c->fam.hpa_desired,   c->fam.hpa_difference,
+                            c->fam.budget_granted};
 
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         ms_metrics_remove_matching(c->metrics, families[i], obj, 2);
@@ -202,6 +274,7 @@ void ms__metrics_declare(ms_controller_t *c)
 {
     declare(c, loop_families, N(loop_families));
     declare(c, object_families, N(object_families));
+    budget_families(c);
 }
 
 void ms__kube_observe(ms_controller_t *c, const char *operation, double started, ms_err_t err)

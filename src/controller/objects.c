@@ -120,6 +120,7 @@ void ms__objects_init(ms__objects_t *t)
 {
     pthread_mutex_init(&t->lock, NULL);
     ms_strmap_init(&t->map);
+    ms__budgets_init(&t->budgets);
 }
 
 /* The planning cache and the sync memory: what belongs to one incarnation. */
@@ -154,6 +155,7 @@ void ms__objects_cleanup(ms__objects_t *t)
     while (ms_strmap_next(&t->map, &pos, &key, &val))
         object_free(val);
     ms_strmap_cleanup(&t->map);
+    ms__budgets_cleanup(&t->budgets);
     pthread_mutex_destroy(&t->lock);
 }
 

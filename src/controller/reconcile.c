@@ -319,11 +319,11 @@ static ms_err_t write_scale(ms_controller_t *c, ms__item_t *it, ms_kube_scale_t 
     return err;
 }
 
-/* Decide once from it->scale: the engine, then pausing. True when a scale
- * write is wanted. it->before keeps the memory from before the decision. */
-static bool decide_once(ms_controller_t *c, ms__item_t *it)
+/* Steps 1-7 from it->scale (step 8 waits for the write). False when the
+ * engine refused the observation. it->before keeps the memory from before
+ * the decision. */
+static bool decide_engine(ms__item_t *it)
 {
-    bool dry = c->cfg.dry_run || it->spec->dry_run;
     ms_err_t err;
 
     it->before = it->state->memory;
@@ -335,6 +335,15 @@ static bool decide_once(ms_controller_t *c, ms__item_t *it)
         it->engine_refused = true;
         return false;
     }
+    return true;
+}
+
+/* After the engine (and a shared budget's split): pausing. True when a
+ * scale write is wanted. */
+static bool decide_finish(ms_controller_t *c, ms__item_t *it)
+{
+    bool dry = c->cfg.dry_run || it->spec->dry_run;
+
     it->desired = it->d.desired_replicas;
     it->pause_effect = ms_pause_apply(&it->pause, it->scale.replicas, &it->desired);
     it->may_write = !dry && !it->conflict && it->pause_effect != MS_PAUSE_NO_WRITE;
@@ -342,8 +351,15 @@ static bool decide_once(ms_controller_t *c, ms__item_t *it)
     return it->may_write && it->desired != it->scale.replicas;
 }
 
-/* The first decision of a sync; true when a scale write is wanted. */
-static bool decide_first(ms_controller_t *c, ms__item_t *it)
+/* Decide once from it->scale: the engine, then pausing. True when a scale
+ * write is wanted. */
+static bool decide_once(ms_controller_t *c, ms__item_t *it)
+{
+    return decide_engine(it) && decide_finish(c, it);
+}
+
+/* What the first decision of a sync needs: the memory, the conflict. */
+static void prepare_first(ms_controller_t *c, ms__item_t *it)
 {
     bool dry = c->cfg.dry_run || it->spec->dry_run;
 
@@ -356,6 +372,12 @@ static bool decide_first(ms_controller_t *c, ms__item_t *it)
                    ms__target_index_conflict(c->target_index, it->key, it->ns, it->spec->target_api_version,
                                              it->spec->target_kind, it->spec->target_name,
                                              it->conflict_with, sizeof it->conflict_with);
+}
+
+/* The first decision of a sync; true when a scale write is wanted. */
+static bool decide_first(ms_controller_t *c, ms__item_t *it)
+{
+    prepare_first(c, it);
     return decide_once(c, it);
 }
 
@@ -384,6 +406,14 @@ static void apply(ms_controller_t *c, ms__item_t *it)
             /* Someone else changed the replica count: forget this decision,
              * decide again from what is there now. Never overwrite. */
             it->state->memory = it->before;
+            if (it->d.nbudgets > 0) {
+                /* Its grant was split with the others from the count it
+                 * decided from: alone it would take the whole room. Its
+                 * budget group decides again at the retry (round.c pulls
+                 * the others in). */
+                it->transient = true;
+                return;
+            }
             it->scale = fresh;
             if (!decide_once(c, it))
                 return;
@@ -498,12 +528,108 @@ void ms__sync_abandon(ms_controller_t *c, ms__item_t *it)
     ms__sync_free(it);
 }
 
+/* Under the table's lock: entry j of round r for this worker, when it still
+ * waits for one (the item takes over the object's round reference). */
+static ms__item_t *take_locked(ms_controller_t *c, ms__round_t *r, size_t j)
+{
+    ms__object_t *o = ms__objects_get_locked(&c->objects, r->entries[j].key);
+    ms__item_t *it;
+
+    if (o == NULL || o->pending != r || o->pending_index != j)
+        return NULL;
+    /* Owned by this sync, then by the scale writer if it takes it over. */
+    it = ms_xcalloc(1, sizeof *it);
+    it->entry = &r->entries[j];
+    o->pending = NULL;
+    o->busy = true;
+    it->key = o->key; /* lives as long as the object, which busy keeps */
+    it->round = r;
+    it->state = o;
+    return it;
+}
+
+/* Load the item and, when its observation is good, reach a first decision.
+ * True when the item is to be reported (settle). */
+static bool sync_start(ms_controller_t *c, ms__item_t *it, bool engine_only)
+{
+    it->started = ms_clock_monotonic();
+    it->now = it->round->now;
+    it->wall = it->round->wall;
+    it->stale = observation_stale(c, it, it->started);
+    if (it->stale) {
+        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
+        return false;
+    }
+    if (!ms__controller_may_act(c) || !load(c, it))
+        return false;
+    if (it->stage == MS__ENTRY_OBSERVED && engine_only) {
+        prepare_first(c, it);
+        (void)decide_engine(it);
+    } else if (it->stage == MS__ENTRY_OBSERVED) {
+        it->wants_write = decide_first(c, it);
+    }
+    return true;
+}
+
+/* A started item's end: the write (on a scale writer when one takes it),
+ * the report, the object free again. */
+static void sync_end(ms_controller_t *c, ms__item_t *it, bool report)
+{
+    if (report) {
+        if (it->wants_write) {
+            /* The write and what follows it are the scale writer's now. */
+            if (c->scale_writer != NULL && ms__scale_writer_push(c->scale_writer, it))
+                return;
+            apply(c, it);
+        }
+        settle(c, it);
+    }
+    release_object(c, it, it->stale);
+    ms__sync_free(it);
+}
+
+/* Who takes a share: ms__budget_takes_share (budgets.c says why). */
+static bool takes_share(const ms__item_t *it)
+{
+    return it->stage == MS__ENTRY_OBSERVED && !it->engine_refused &&
+           ms__budget_takes_share(it->spec->dry_run, it->conflict, &it->pause, it->scale.replicas,
+                                  it->d.desired_replicas);
+}
+
+/* The members of one budget group of a round, on one worker: steps 1-7 for
+ * each, §2b's split of every shared room (ms_engine_share_budgets), then
+ * each one's pausing, write and report as a lone object's (step 8 is
+ * settle's ms_engine_record_scale of what was written). */
+static void sync_group(ms_controller_t *c, ms__item_t **items, size_t n)
+{
+    ms_round_member_t *members = ms_xcalloc(n, sizeof *members);
+    bool *report = ms_xcalloc(n, sizeof *report);
+    size_t m = 0;
+    ms_err_t err;
+
+    for (size_t i = 0; i < n; i++) {
+        report[i] = sync_start(c, items[i], true);
+        if (report[i] && takes_share(items[i]))
+            members[m++] = (ms_round_member_t){items[i]->key, items[i]->spec, &items[i]->d};
+    }
+    if ((err = ms_engine_share_budgets(members, m)) != MS_OK) /* keys are unique: never */
+        MS_LOG_ERROR("the budgets refused the round", MS_S("error", ms_strerror(err)));
+    for (size_t i = 0; i < n; i++) {
+        ms__item_t *it = items[i];
+        if (report[i] && it->stage == MS__ENTRY_OBSERVED && !it->engine_refused)
+            it->wants_write = decide_finish(c, it);
+        sync_end(c, it, report[i]);
+    }
+    free(members);
+    free(report);
+}
+
 void ms__sync_key(ms_controller_t *c, const char *key)
 {
-    bool stale = false;
-    ms__item_t *it;
+    ms__item_t *it, **group = NULL;
     ms__round_t *round;
     ms__object_t *o;
+    size_t idx, n = 1;
 
     pthread_mutex_lock(&c->objects.lock);
     o = ms__objects_get_locked(&c->objects, key);
@@ -512,31 +638,26 @@ void ms__sync_key(ms_controller_t *c, const char *key)
         pthread_mutex_unlock(&c->objects.lock);
         return;
     }
-    /* Owned by this sync, then by the scale writer if it takes it over. */
-    it = ms_xcalloc(1, sizeof *it);
-    it->entry = &round->entries[o->pending_index];
-    o->pending = NULL;
-    o->busy = true;
-    pthread_mutex_unlock(&c->objects.lock);
-
-    it->key = o->key; /* lives as long as the object, which busy keeps */
-    it->round = round;
-    it->state = o;
-    it->started = ms_clock_monotonic();
-    it->now = round->now;
-    it->wall = round->wall;
-    stale = observation_stale(c, it, it->started);
-    if (stale) {
-        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
-    } else if (ms__controller_may_act(c) && load(c, it)) {
-        if (it->stage == MS__ENTRY_OBSERVED && decide_first(c, it)) {
-            /* The write and what follows it are the scale writer's now. */
-            if (c->scale_writer != NULL && ms__scale_writer_push(c->scale_writer, it))
-                return;
-            apply(c, it);
-        }
-        settle(c, it);
+    idx = o->pending_index;
+    it = take_locked(c, round, idx);
+    /* The first worker to reach a member of a budget group takes the
+     * others that still wait; their own keys then find nothing pending. */
+    if (round->group_next != NULL && it->entry->stage == MS__ENTRY_OBSERVED &&
+        ms__spec_names_budget(&it->entry->spec->spec)) {
+        for (size_t j = round->group_next[idx]; j != idx; j = round->group_next[j])
+            n++;
+        group = ms_xcalloc(n, sizeof *group);
+        group[0] = it;
+        n = 1;
+        for (size_t j = round->group_next[idx]; j != idx; j = round->group_next[j])
+            if ((group[n] = take_locked(c, round, j)) != NULL)
+                n++;
     }
-    release_object(c, it, stale);
-    ms__sync_free(it);
+    pthread_mutex_unlock(&c->objects.lock);
+    if (group != NULL) {
+        sync_group(c, group, n);
+        free(group);
+        return;
+    }
+    sync_end(c, it, sync_start(c, it, false));
 }

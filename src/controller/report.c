@@ -144,6 +144,7 @@ static void object_metrics(ms_controller_t *c, ms__item_t *it)
     it->state->last_reason = it->d.reason;
     metric_series(c, it);
     condition_series(c, it);
+    ms__metrics_budgets(c, it);
     if (it->beside_hpa && it->hpa_desired >= 0) {
         ms_metrics_set(c->metrics, c->fam.hpa_desired, obj, it->hpa_desired);
         ms_metrics_set(c->metrics, c->fam.hpa_difference, obj, it->desired - it->hpa_desired);
@@ -392,6 +393,12 @@ static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
     }
     for (size_t i = 0; i < d->ndownstreams; i++)
         h = mix(h, &d->downstreams[i], sizeof d->downstreams[i]);
+    for (size_t i = 0; i < d->nbudgets; i++) {
+        const ms_budget_result_t *b = &d->budgets[i];
+        int32_t bi[] = {b->downstream, b->bound, (int32_t)b->members, b->ask, b->grant};
+        h = mix(h, bi, sizeof bi);
+        h = mix_double(h, true, b->room);
+    }
     h = mix(h, it->conflict_with, strlen(it->conflict_with));
     h = mix(h, it->saturation_held, strlen(it->saturation_held));
     h = mix(h, it->pods_settling, strlen(it->pods_settling));

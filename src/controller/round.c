@@ -56,6 +56,7 @@ void ms__round_release(ms__round_t *r)
         free(r->entries[i].pod_regex);
     }
     free(r->entries);
+    free(r->group_next);
     free(r->objs);
     ms_prom_tick_free(r->tick);
     free(r);
@@ -193,6 +194,69 @@ static void observe_lateness(ms_controller_t *c, const due_t *d)
             ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, d->late[i]);
 }
 
+typedef struct {
+    ms__objects_t *t;
+    double now;
+} pull_t;
+
+/* A member of a shared budget fell due: its fellow members come along
+ * (unless a worker holds them), so that one worker splits the budget's
+ * room between all of them in the same round. One due already keeps its
+ * due time: at its grid time, its round of the grid (0 would make it an
+ * early sync, and a round of members that all pull each other a
+ * catch-up round). */
+static void pull_peer(void *ctx, const char *key)
+{
+    pull_t *p = ctx;
+    ms__object_t *o = ms__objects_get_locked(p->t, key);
+
+    if (o != NULL && !o->deleted && !o->busy && o->pending == NULL && o->due > p->now + 0.001)
+        o->due = 0;
+}
+
+/* Under the table's lock, before the due objects are collected. */
+static void pull_budget_peers(ms_controller_t *c, double now)
+{
+    size_t pos = 0;
+    const char *key;
+    void *val;
+    pull_t pull = {&c->objects, now};
+
+    if (!ms__budgets_any(&c->objects.budgets))
+        return;
+    while (ms_strmap_next(&c->objects.map, &pos, &key, &val)) {
+        ms__object_t *o = val;
+        if (!o->deleted && !o->busy && o->pending == NULL && o->due <= now + 0.001)
+            ms__budgets_each_peer(&c->objects.budgets, o->key, pull_peer, &pull);
+    }
+}
+
+typedef struct {
+    ms__objects_t *t;
+    bool held;
+} peer_held_t;
+
+static void note_held_peer(void *ctx, const char *key)
+{
+    peer_held_t *h = ctx;
+    ms__object_t *o = ms__objects_get_locked(h->t, key);
+
+    if (o != NULL && !o->deleted && (o->busy || o->pending != NULL))
+        h->held = true;
+}
+
+/* Under the table's lock: a fellow member of one of o's budgets is in a
+ * worker's hands or queued for one. o then waits for the round that takes
+ * them all: decided without it, o would split the room as if the other's
+ * starting replicas and ask did not exist. */
+static bool budget_peer_held(ms_controller_t *c, const ms__object_t *o)
+{
+    peer_held_t h = {&c->objects, false};
+
+    ms__budgets_each_peer(&c->objects.budgets, o->key, note_held_peer, &h);
+    return h.held;
+}
+
 /* Free deleted objects nobody holds; collect the due ones (only when acting). */
 static void collect(ms_controller_t *c, double now, bool acting, bool all_due, due_t *d)
 {
@@ -201,10 +265,13 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
     void *val;
     ms__object_t *gone[64];
     size_t ngone = 0;
-    bool waiting = false;
+    bool waiting = false, budgets;
 
     d->next = now + MAX_SLEEP;
     pthread_mutex_lock(&c->objects.lock);
+    budgets = ms__budgets_any(&c->objects.budgets);
+    if (acting && !all_due)
+        pull_budget_peers(c, now);
     while (ms_strmap_next(&c->objects.map, &pos, &key, &val)) {
         ms__object_t *o = val;
         if (o->deleted) {
@@ -216,6 +283,10 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
             o->due = 0;
         if (o->busy || o->pending != NULL) {
             waiting = true; /* in a worker's hands or queued for one */
+            continue;
+        }
+        if (o->due <= now + 0.001 && budgets && budget_peer_held(c, o)) {
+            waiting = true;
             continue;
         }
         if (o->due <= now + 0.001) {
@@ -516,13 +587,46 @@ static void observe(ms_controller_t *c, ms__round_t *r)
 
 /* ---- one round ---- */
 
+/* Under the table's lock: which of the round's observed entries share a
+ * budget (r->group_next; NULL when none does). Entries a worker holds
+ * (skipped below) are left out. */
+static void group_budgets(ms_controller_t *c, ms__round_t *r)
+{
+    const ms_spec_t **specs;
+    bool any = false;
+
+    if (!ms__budgets_any(&c->objects.budgets))
+        return;
+    specs = ms_xcalloc(r->n ? r->n : 1, sizeof *specs);
+    for (size_t i = 0; i < r->n; i++) {
+        const ms__round_entry_t *e = &r->entries[i];
+        const ms__object_t *o = ms__objects_get_locked(&c->objects, e->key);
+
+        if (e->stage == MS__ENTRY_OBSERVED && o != NULL && !o->busy && o->pending == NULL) {
+            specs[i] = &e->spec->spec;
+            any = any || ms__spec_names_budget(specs[i]);
+        }
+    }
+    if (any) {
+        r->group_next = ms_xcalloc(r->n, sizeof *r->group_next);
+        ms__budget_groups(specs, r->n, r->group_next);
+    }
+    free(specs);
+}
+
+/* Every entry goes to the queue, those of a budget group too: the first
+ * worker to take one of them syncs the whole group (reconcile.c), the
+ * others find nothing pending. Members of a budget run at the shortest
+ * period among them, so they stay on one grid. */
 static void hand_out(ms_controller_t *c, ms__round_t *r)
 {
     pthread_mutex_lock(&c->objects.lock);
+    group_budgets(c, r);
     for (size_t i = 0; i < r->n; i++) {
         ms__round_entry_t *e = &r->entries[i];
         ms__object_t *o = ms__objects_get_locked(&c->objects, e->key);
-        double period = period_of(c, e->spec);
+        double period = ms__budgets_period(&c->objects.budgets, e->key, period_of(c, e->spec),
+                                           c->cfg.sync_period);
 
         if (o == NULL || o->busy || o->pending != NULL)
             continue;

@@ -264,8 +264,17 @@ static void downstream_limited(const ms_spec_t *spec, const ms_decision_t *d, co
         cond(c, MS_CR_DOWNSTREAM_NONE, NULL);
         return;
     }
-    cond(c, d->downstream_bound ? MS_CR_DOWNSTREAM_LIMIT : MS_CR_DOWNSTREAM_OK, NULL);
+    bool shared = false;
+    char line[MS_NAME_MAX + 128];
+
+    for (size_t i = 0; i < d->nbudgets; i++)
+        shared = shared || d->budgets[i].bound;
+    cond(c, d->downstream_bound || shared ? MS_CR_DOWNSTREAM_LIMIT : MS_CR_DOWNSTREAM_OK, NULL);
     ms_fixbuf_init(&o, c->detail, sizeof c->detail);
+    /* §2b: a shared budget's split, as the explanation says it. */
+    for (size_t i = 0; i < d->nbudgets; i++)
+        if (ms_decision_budget(spec, d, i, line, sizeof line))
+            ms_fixbuf_appendf(&o, "%s%s", o.used ? ", " : "", line);
     for (size_t i = 0; i < d->ndownstreams && i < spec->ndownstreams; i++) {
         const ms_downstream_result_t *r = &d->downstreams[i];
 

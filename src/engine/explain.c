@@ -3,6 +3,8 @@
  * effective value and ask, then what each later step did to the count.
  * This is what status.lastDecision.message, events and dry-run print.
  */
+#include <stdio.h>
+
 #include "meshscaler/buf.h"
 #include "meshscaler/engine.h"
 
@@ -65,19 +67,28 @@ static void explain_bound_downstream(const char *name, const ms_decision_t *d, s
         ms_fixbuf_appendf(o, " (%s)", reserve);
 }
 
+bool ms_decision_budget(const ms_spec_t *spec, const ms_decision_t *d, size_t i, char *buf,
+                        size_t len)
+{
+    const ms_budget_result_t *b = &d->budgets[i];
+
+    if (i >= d->nbudgets || !b->bound || b->downstream >= spec->ndownstreams)
+        return false;
+    snprintf(buf, len, "budget %s: %d of %d replica%s asked, room %.4g flows shared by %u object%s",
+             spec->downstreams[b->downstream].budget, (int)b->grant, (int)b->ask,
+             b->ask == 1 ? "" : "s", b->room, b->members, b->members == 1 ? "" : "s");
+    return true;
+}
+
 /* §2b's budgets that lowered the count: "budget edge: 2 of 3 replicas
  * asked, room 90 flows shared by 2 objects". */
 static void explain_budgets(const ms_spec_t *spec, const ms_decision_t *d, ms_fixbuf_t *o)
 {
-    for (size_t i = 0; i < d->nbudgets; i++) {
-        const ms_budget_result_t *b = &d->budgets[i];
+    char line[MS_NAME_MAX + 128];
 
-        if (!b->bound || b->downstream >= spec->ndownstreams)
-            continue;
-        ms_fixbuf_appendf(o, ", budget %s: %d of %d replica%s asked, room %.4g flows shared by %u object%s",
-                          spec->downstreams[b->downstream].budget, (int)b->grant, (int)b->ask,
-                          b->ask == 1 ? "" : "s", b->room, b->members, b->members == 1 ? "" : "s");
-    }
+    for (size_t i = 0; i < d->nbudgets; i++)
+        if (ms_decision_budget(spec, d, i, line, sizeof line))
+            ms_fixbuf_appendf(o, ", %s", line);
 }
 
 size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *buf, size_t len)

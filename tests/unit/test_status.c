@@ -599,6 +599,28 @@ static void test_guardrail_conditions(void **state)
     expect_condition(st, "Saturated", "False", "NotSaturated", T0);
     cJSON_Delete(st);
 
+    /* §2b: a shared budget's grant short of the ask holds the scale-out as a
+     * downstream cap does, and the condition says the split. */
+    snprintf(spec.downstreams[0].budget, sizeof spec.downstreams[0].budget, "edge");
+    d.nbudgets = 1;
+    d.budgets[0] = (ms_budget_result_t){.downstream = 0, .bound = true, .members = 2,
+                                        .room = 40, .ask = 3, .grant = 1};
+    d.reason = MS_REASON_DownstreamLimit;
+    input(&in, NULL, &spec, &d, T0);
+    st = build(&in, &changed);
+    expect_condition(st, "DownstreamLimited", "True", "DownstreamLimit", T0);
+    assert_string_equal(str(condition(st, "DownstreamLimited"), "message"),
+                        "scaling out further would push a downstream limit past its allowed "
+                        "utilization: budget edge: 1 of 3 replicas asked, room 40 flows shared "
+                        "by 2 objects");
+    cJSON_Delete(st);
+    d.budgets[0].bound = false; /* the room held the ask: nothing to say */
+    input(&in, NULL, &spec, &d, T0);
+    st = build(&in, &changed);
+    expect_condition(st, "DownstreamLimited", "False", "WithinDownstreamLimits", T0);
+    cJSON_Delete(st);
+    spec.downstreams[0].budget[0] = '\0';
+
     /* The controller held the correction (its rates passed as missing) for
      * a pod that just turned Ready: Saturated says so, and why. */
     obs.now = 1030;

@@ -8,7 +8,7 @@
 #   tests/integration/controller/run.sh              every test
 #   tests/integration/controller/run.sh scaling dryrun   only those (in order)
 #
-# Tests: scaling reserve dryrun invalid leader pause latency failover timestep promfaults
+# Tests: scaling reserve budget dryrun invalid leader pause latency failover timestep promfaults
 # liveness behaviours handover oneround biglist (see t_*.sh).
 # Environment: when KUBECONFIG and PROMETHEUS_URL are set (scripts/test.sh,
 # or after eval "$(e2e/local env)") that environment is used and left up;
@@ -30,7 +30,7 @@ for t in "$here"/t_*.sh; do
   source "$t"
 done
 
-ALL_TESTS=(scaling reserve dryrun invalid leader pause handover latency failover timestep promfaults liveness behaviours oneround biglist)
+ALL_TESTS=(scaling reserve budget dryrun invalid leader pause handover latency failover timestep promfaults liveness behaviours oneround biglist)
 tests=("$@")
 [[ ${#tests[@]} -gt 0 ]] || tests=("${ALL_TESTS[@]}")
 
