@@ -18,12 +18,19 @@
 #                   serve; a bystander's clients share the balancer: (a) meshscaler
 #                   without the downstream guardrail, (b) with it (scale out only while
 #                   the balancer stays at or under 70%). e2e/lab/edge-flows.sh.
+#   shared-edge     two services (shop and cart, two namespaces) and a bystander behind
+#                   one balancer whose table fits neither's peak plus the other's, the
+#                   peak hitting both at once; one variant a run: --variant own, each
+#                   service with its own downstream guardrail; --variant budget, both
+#                   naming one shared budget (the room split between them).
+#                   e2e/lab/shared-edge.sh runs both.
 #
 #   e2e/lab/run.sh SCENARIO              full run: a 3-minute peak (about 6 minutes once built)
 #   e2e/lab/run.sh SCENARIO --short      shortened run for a test command: a 1-minute peak
 #                                        (about 3.5 minutes once built); retry-storm's
 #                                        a 2-minute peak with the full 20 s start-up
 #   options: --startup-delay S   a new pod's start-up delay (full 20, short 5)
+#            --variant V         shared-edge only: own or budget
 #            --keep              leave the cluster up at the end (`e2e/local down` later,
 #                                with the same MESHSCALER_E2E_STATE)
 #
@@ -49,23 +56,31 @@ export MESHSCALER_E2E_STATE="${MESHSCALER_E2E_STATE:-$LAB/.state}"
 
 SCENARIO="${1:-}"
 case "$SCENARIO" in
-  blind-vs-aware|retry-storm|edge-flows) shift ;;
+  blind-vs-aware|retry-storm|edge-flows|shared-edge) shift ;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "e2e/lab/run.sh: want a scenario: blind-vs-aware, retry-storm or edge-flows (see --help)" >&2; exit 2 ;;
+  *) echo "e2e/lab/run.sh: want a scenario: blind-vs-aware, retry-storm, edge-flows or shared-edge (see --help)" >&2; exit 2 ;;
 esac
 OUT="$LAB/results/$SCENARIO"
 MODE=full
 KEEP=0
 STARTUP_DELAY=""
+VARIANT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --short) MODE=short; shift ;;
+    --variant) VARIANT="${2:-}"; shift 2 || shift ;;
     --keep) KEEP=1; shift ;;
     --startup-delay) STARTUP_DELAY="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "$SCENARIO: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$SCENARIO:$VARIANT" in
+  shared-edge:own|shared-edge:budget) OUT="$LAB/results/$SCENARIO-$VARIANT" ;;
+  shared-edge:*) echo "shared-edge: want --variant own or --variant budget" >&2; exit 2 ;;
+  *:) ;;
+  *) echo "$SCENARIO: --variant is shared-edge's option" >&2; exit 2 ;;
+esac
 
 # --- the experiment's numbers ---------------------------------------------------------
 # Each pod: the sidecar admits SIDECAR_MAXCONN requests in flight to the app; a request
@@ -135,7 +150,7 @@ elif [ "$SCENARIO" = retry-storm ]; then
   BASE_RATE="${RETRY_BASE_RATE:-$BASE_RATE}"
   PEAK_RATE="${RETRY_PEAK_RATE:-150}"
   PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
-else
+elif [ "$SCENARIO" = edge-flows ]; then
   RETRY=none
   ARM_A=noguard ARM_B=guard
   LABEL_A="(a) no downstream guard" LABEL_B="(b) downstream guard"
@@ -151,8 +166,34 @@ else
   AUTOSCALER_A="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction over ${RATE_WINDOW}; no downstream guardrail"
   HEADLINE="edge-flows: the same peak (%d -> %d requests/s); each pod holds ${POOL_CONNS} of a balancer's ${LB_FLOWS} flows"
   APP_CPU_REQUEST=20m # no HPA reads the app's CPU; both arms' pods fit on the node
+else
+  # shared-edge: the arms are two services behind ONE balancer frontend. Each needs 5
+  # pods at 70% for its 150/s; the table (250 flows, 25 a pod) is full at 10 pods, so
+  # either service's peak fits but not both; the guardrail's 70% is 175 flows, room for
+  # 3 replicas more than the 4 pods at the start. Own guards: each sees all 3 (10 pods,
+  # a full table). One budget: 3 split between them, namespaces first (2 and 1).
+  RETRY=none
+  ARM_A=shop ARM_B=cart
+  LABEL_A="(a) shop" LABEL_B="(b) cart"
+  POOL_CONNS=25
+  LB_FLOWS=250
+  LB_MAX_UTILIZATION=0.7
+  BYSTANDER_RATE=20
+  PEAK_RATE=150
+  PROFILE="peak:$BASE_RATE:$PEAK_RATE:$RAMP_S:$HOLD_S:$BASE_S"
+  APP_CPU_REQUEST=20m
+  if [ "$VARIANT" = budget ]; then
+    GUARD_TEXT="both name the shared budget edge on one balancer (its room split between them)"
+  else
+    GUARD_TEXT="each with its own downstream guardrail on one balancer (no budget)"
+  fi
+  TITLE_A="(a) shop: meshscaler, $GUARD_TEXT"
+  TITLE_B="(b) cart: meshscaler, $GUARD_TEXT"
+  AUTOSCALER_A="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction over ${RATE_WINDOW}; downstream guardrail on the shared balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit$([ "$VARIANT" = budget ] && echo ", budget edge")"
+  HEADLINE="shared-edge ($VARIANT): the same peak (%d -> %d requests/s) on two services; each pod holds ${POOL_CONNS} of one balancer's ${LB_FLOWS} flows"
 fi
 AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the edge HAProxy's counters of requests marked x-retry-attempt")$([ "$SCENARIO" = edge-flows ] && echo "; downstream guardrail on the balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit")"
+[ "$SCENARIO" != shared-edge ] || AUTOSCALER_B="$AUTOSCALER_A"
 NS_A="lab-$ARM_A" NS_B="lab-$ARM_B"
 POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
 DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
@@ -277,6 +318,16 @@ if [ "$SCENARIO" = edge-flows ]; then
   "$E2E" prometheus targets add lab-lb "127.0.0.1:$LB_EXPORTER" >/dev/null 2>&1
   POOL_A="$MESHSCALER_E2E_NODE_IP:$LB_POOL_A" POOL_B="$MESHSCALER_E2E_NODE_IP:$LB_POOL_B"
   say "balancer: $LB_FLOWS flows per arm, $POOL_CONNS a pod (lb-$ARM_A $POOL_A, lb-$ARM_B $POOL_B)"
+elif [ "$SCENARIO" = shared-edge ]; then
+  # One frontend, lb-edge, for both services' pools and the bystander.
+  read -r LB_POOL LB_BYS LB_EXPORTER BYS_PORT < <(lab_ports 4)
+  lb_config "$LB_EXPORTER" "$MESHSCALER_E2E_NODE_IP" "lb-edge:$LB_POOL:$LB_BYS" >"$OUT/logs/lb.cfg"
+  haproxy -c -q -f "$OUT/logs/lb.cfg" || die "haproxy rejected $OUT/logs/lb.cfg"
+  haproxy -db -f "$OUT/logs/lb.cfg" >"$OUT/logs/lb.log" 2>&1 &
+  PIDS+=($!)
+  "$E2E" prometheus targets add lab-lb "127.0.0.1:$LB_EXPORTER" >/dev/null 2>&1
+  POOL_A="$MESHSCALER_E2E_NODE_IP:$LB_POOL" POOL_B="$POOL_A"
+  say "balancer: one table of $LB_FLOWS flows for both services, $POOL_CONNS a pod (lb-edge $POOL_A)"
 fi
 say "workloads: $START_REPLICAS pods each in $NS_A and $NS_B (sidecar maxconn $SIDECAR_MAXCONN, app ${HOLD_MS} ms per request, start-up delay ${STARTUP_DELAY} s)"
 { workload "$NS_A" "$POOL_A"; echo ---; workload "$NS_B" "$POOL_B"; } | k apply -f - >/dev/null || die "could not apply the workloads"
@@ -294,8 +345,11 @@ if [ "$SCENARIO" = blind-vs-aware ]; then
   { hpa "$NS_A"; echo ---; shadow_mas "$NS_A"; echo ---; mas "$NS_B"; } | k apply -f - >/dev/null
 elif [ "$SCENARIO" = retry-storm ]; then
   { mas "$NS_A"; echo ---; mas "$NS_B" "edge-$ARM_B"; } | k apply -f - >/dev/null
-else
+elif [ "$SCENARIO" = edge-flows ]; then
   { mas "$NS_A"; echo ---; mas "$NS_B" "" "lb-$ARM_B"; } | k apply -f - >/dev/null
+else
+  budget=""; [ "$VARIANT" = own ] || budget=edge
+  { mas "$NS_A" "" lb-edge "$budget"; echo ---; mas "$NS_B" "" lb-edge "$budget"; } | k apply -f - >/dev/null
 fi || die "could not apply the autoscalers"
 
 eventually() { # eventually SECONDS WHAT CMD...
@@ -364,6 +418,13 @@ for arm in "$ARM_A" "$ARM_B"; do
   if [ "$arm" = "$ARM_A" ]; then LOAD_PID_A=$!; else LOAD_PID_B=$!; fi
 done
 
+if [ "$SCENARIO" = shared-edge ]; then
+  "$E2E" prometheus targets add lab-bystander-edge "127.0.0.1:$BYS_PORT" >/dev/null 2>&1
+  "$LOAD" --url "http://127.0.0.1:$LB_BYS/other" --profile "steady:$BYSTANDER_RATE" --duration "$DURATION_S" --seed 13 \
+    --timeout-ms 3000 --metrics-addr "127.0.0.1:$BYS_PORT" --summary "$OUT/logs/bystander-edge.json" \
+    >"$OUT/logs/bystander-edge.out" 2>"$OUT/logs/bystander-edge.err" &
+  PIDS+=($!)
+fi
 if [ "$SCENARIO" = edge-flows ]; then
   for arm in "$ARM_A" "$ARM_B"; do
     if [ "$arm" = "$ARM_A" ]; then bys=$LB_BYS_A port=$BYS_PORT_A; else bys=$LB_BYS_B port=$BYS_PORT_B; fi
@@ -376,8 +437,11 @@ if [ "$SCENARIO" = edge-flows ]; then
 fi
 
 MESH_A=false; [ "$SCENARIO" = blind-vs-aware ] || MESH_A=true
+# Each arm's balancer frontend and bystander (edge-flows: one each; shared-edge: one for both).
+LBP_A="lb-$ARM_A" LBP_B="lb-$ARM_B" BYS_A="$ARM_A" BYS_B="$ARM_B"
+if [ "$SCENARIO" = shared-edge ]; then LBP_A=lb-edge LBP_B=lb-edge BYS_A=edge BYS_B=edge; fi
 cat >"$OUT/logs/params.json" <<EOF
-{"scenario": "$SCENARIO", "mode": "$MODE", "t0": $T0, "prometheus_url": "$PROMETHEUS_URL", "out_dir": "$OUT",
+{"scenario": "$SCENARIO", "variant": "$VARIANT", "mode": "$MODE", "t0": $T0, "prometheus_url": "$PROMETHEUS_URL", "out_dir": "$OUT",
  "headline": "$HEADLINE",
  "base_s": $BASE_S, "ramp_s": $RAMP_S, "hold_s": $HOLD_S, "tail_s": $TAIL_S, "duration_s": $DURATION_S,
  "profile": "$PROFILE", "retry": "$RETRY", "base_rate": $BASE_RATE, "peak_rate": $PEAK_RATE,
@@ -397,10 +461,10 @@ cat >"$OUT/logs/params.json" <<EOF
  "arms": {
   "$ARM_A": {"label": "$LABEL_A", "namespace": "$NS_A", "target": "lab-load-$ARM_A", "autoscaler": "$AUTOSCALER_A",
           "meshscaler": $MESH_A, "events_json": "$OUT/logs/events-$ARM_A.json", "summary": "$OUT/logs/load-$ARM_A.json",
-          "lb_proxy": "lb-$ARM_A", "bystander": "lab-bystander-$ARM_A", "bystander_summary": "$OUT/logs/bystander-$ARM_A.json"},
+          "lb_proxy": "$LBP_A", "bystander": "lab-bystander-$BYS_A", "bystander_summary": "$OUT/logs/bystander-$BYS_A.json"},
   "$ARM_B": {"label": "$LABEL_B", "namespace": "$NS_B", "target": "lab-load-$ARM_B", "autoscaler": "$AUTOSCALER_B",
           "meshscaler": true, "events_json": "$OUT/logs/events-$ARM_B.json", "summary": "$OUT/logs/load-$ARM_B.json",
-          "lb_proxy": "lb-$ARM_B", "bystander": "lab-bystander-$ARM_B", "bystander_summary": "$OUT/logs/bystander-$ARM_B.json"}},
+          "lb_proxy": "$LBP_B", "bystander": "lab-bystander-$BYS_B", "bystander_summary": "$OUT/logs/bystander-$BYS_B.json"}},
  "timings": {}}
 EOF
 python3 "$LAB/lib/report.py" "$OUT/logs/params.json" --live 10 &

@@ -145,9 +145,10 @@ retry_guard() {
 EOF
 }
 
-# downstream_guard LB_PROXY: the downstream guardrail on the flow table of the lab's
-# load balancer (the frontend LB_PROXY of lb_config): every replica adds POOL_CONNS
-# flows; never scale out past 70% of its maxconn. Nothing without a proxy.
+# downstream_guard LB_PROXY [BUDGET]: the downstream guardrail on the flow table of the
+# lab's load balancer (the frontend LB_PROXY of lb_config): every replica adds POOL_CONNS
+# flows; never scale out past 70% of its maxconn. With BUDGET, the table's room is one
+# shared budget of that name (shared-edge). Nothing without a proxy.
 downstream_guard() {
   [ -n "$1" ] || return 0
   cat <<EOF
@@ -158,11 +159,12 @@ downstream_guard() {
       perReplica: $POOL_CONNS
       maxUtilization: $LB_MAX_UTILIZATION
 EOF
+  [ -z "${2:-}" ] || printf '      budget: %s\n' "$2"
 }
 
-# mas NAMESPACE [EDGE_PROXY [LB_PROXY]]: the MeshAutoscaler `web`; with the retry-storm
-# guard when the arm's edge proxy is given, the downstream guardrail when a balancer's
-# frontend is.
+# mas NAMESPACE [EDGE_PROXY [LB_PROXY [BUDGET]]]: the MeshAutoscaler `web`; with the
+# retry-storm guard when the arm's edge proxy is given, the downstream guardrail when a
+# balancer's frontend is (sharing BUDGET when one is named).
 mas() {
   cat <<EOF
 apiVersion: autoscaling.meshscaler.io/v1alpha1
@@ -183,7 +185,7 @@ spec:
       rejectedQuery: 'sum(rate(haproxy_backend_connection_errors_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
       admittedQuery: 'sum(rate(haproxy_server_sessions_total{namespace="{{namespace}}",pod=~"{{podRegex}}",proxy="app"}[${RATE_WINDOW}]))'
 $(retry_guard "${2:-}")
-$(downstream_guard "${3:-}")
+$(downstream_guard "${3:-}" "${4:-}")
 $(behavior)
 EOF
 }

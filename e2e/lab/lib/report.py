@@ -496,6 +496,29 @@ def edge_flows_checks(p, figures, check):
           n["bystander_errors_share_at_peak"] is not None and n["bystander_errors_share_at_peak"] >= BYSTANDER_FAILS)
 
 
+def shared_edge_checks(p, figures, check):
+    """shared-edge: two services behind one balancer (both arms read the same table and
+    bystander). own: each guard sees all of the room; budget: they split it."""
+    s, c = figures["shop"], figures["cart"]
+    limit = p["lb_max_utilization"]
+    occ, bys = s["edge_occupancy_peak"], s["bystander_errors_share_at_peak"]
+    if p.get("variant") == "own":
+        check("own guards: together the two services took the shared balancer past %d%% (peak %s)"
+              % (round(100 * limit), pct(occ)), occ is not None and occ > limit + 1e-9)
+        check("own guards: the bystander failed with the table full (errors at the peak %s >= %d%%)"
+              % (pct(bys), round(100 * BYSTANDER_FAILS)), bys is not None and bys >= BYSTANDER_FAILS)
+    else:
+        check("budget: the shared balancer held at or under %d%% of its flows (peak %s)"
+              % (round(100 * limit), pct(occ)), occ is not None and occ <= limit + 1e-9)
+        check("budget: the bystander behind it served (errors at the peak %s < 1%%)" % pct(bys),
+              bys is not None and bys < 0.01)
+        check("budget: both services got a share (peak replicas shop %d, cart %d; %d at the start)"
+              % (s["peak_replicas"], c["peak_replicas"], p["start_replicas"]),
+              s["peak_replicas"] > s["start_replicas"] and c["peak_replicas"] > c["start_replicas"])
+    overshoot_check(p, "shop", s, check)
+    overshoot_check(p, "cart", c, check)
+
+
 def retry_storm_checks(p, figures, check):
     n, g = figures["noguard"], figures["guard"]
     th = p["retry_threshold"]
@@ -635,6 +658,7 @@ def main():
     p["needed_at_target"] = math.ceil(p["peak_rate"] / (p["pod_admits_per_s"] * p["target_utilization"] / 100) - 1e-9)
     summary = {
         "scenario": scenario,
+        "variant": p.get("variant") or None,
         "mode": p["mode"],
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(p["t0"])),
         "arms_run": "side by side, two namespaces, one load client each (same profile and seed)",
@@ -675,6 +699,8 @@ def main():
         blind_vs_aware_checks(p, figures, needed, check, summary)
     elif scenario == "retry-storm":
         retry_storm_checks(p, figures, check)
+    elif scenario == "shared-edge":
+        shared_edge_checks(p, figures, check)
     else:
         edge_flows_checks(p, figures, check)
     summary["checks"] = checks
