@@ -274,7 +274,7 @@ static ms_err_t value_part(ms_scrape_parser_t *p, const char *s, const char *e, 
 static ms_err_t sample(ms_scrape_parser_t *p, const char *s, const char *e, char *errbuf,
                        size_t errlen)
 {
-    sample_t smp;
+    sample_t smp = {0};
     const char *n = scan_name(s, e);
 
     if (n == NULL)
