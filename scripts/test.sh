@@ -22,8 +22,9 @@
 #                   on real pods, two arms side by side under the same peak:
 #                   blind-vs-aware (the HPA on CPU and meshscaler, a dry-run meshscaler
 #                   beside the HPA), retry-storm (without and with the retry-storm
-#                   guard) and edge-flows (without and with the downstream guardrail);
-#                   asserts directions.
+#                   guard), edge-flows (without and with the downstream guardrail) and
+#                   shared-edge (two services behind one balancer: own guardrails, then
+#                   one shared budget); asserts directions.
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.
 # Under CI=true nothing may be skipped: a suite in MS_SKIP, a ctest test that
 # skips, or an integration runner that exits 77 fails the run instead. The
@@ -262,7 +263,7 @@ suite integration integration
 # a machine singleton); both run, and the suite fails if one did.
 lab() {
   local rc=0 scenario
-  for scenario in blind-vs-aware retry-storm edge-flows; do
+  for scenario in blind-vs-aware retry-storm edge-flows shared-edge; do
     echo "--- e2e/lab/$scenario.sh --short"
     bash "e2e/lab/$scenario.sh" --short || { echo "lab: $scenario failed"; rc=1; }
   done
