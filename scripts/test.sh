@@ -22,7 +22,9 @@
 #                   on real pods, two arms side by side under the same peak:
 #                   blind-vs-aware (the HPA on CPU and meshscaler, a dry-run meshscaler
 #                   beside the HPA), retry-storm (without and with the retry-storm
-#                   guard), edge-flows (without and with the downstream guardrail) and
+#                   guard), edge-flows (without and with the downstream guardrail; then
+#                   slow-start, the guardrail without and with the starting-pod
+#                   reservation) and
 #                   shared-edge (two services behind one balancer: own guardrails, then
 #                   one shared budget); asserts directions.
 # Set MS_SKIP="fuzz e2e-smoke" to skip suites while iterating locally.

@@ -17,7 +17,10 @@
 #                   whose flow table (maxconn) is the next limit, and needs them to
 #                   serve; a bystander's clients share the balancer: (a) meshscaler
 #                   without the downstream guardrail, (b) with it (scale out only while
-#                   the balancer stays at or under 70%). e2e/lab/edge-flows.sh.
+#                   the balancer stays at or under 70%). --variant slow-start: new pods
+#                   wait 20 s in an init container (not Running), both arms guarded:
+#                   (a) with the per-object opt-out of the starting-pod reservation,
+#                   (b) with it (SPEC §2 step 7). e2e/lab/edge-flows.sh runs both variants.
 #   shared-edge     two services (shop and cart, two namespaces) and a bystander behind
 #                   one balancer whose table fits neither's peak plus the other's, the
 #                   peak hitting both at once; one variant a run: --variant own, each
@@ -30,7 +33,7 @@
 #                                        (about 3.5 minutes once built); retry-storm's
 #                                        a 2-minute peak with the full 20 s start-up
 #   options: --startup-delay S   a new pod's start-up delay (full 20, short 5)
-#            --variant V         shared-edge only: own or budget
+#            --variant V         shared-edge: own or budget; edge-flows: slow-start
 #            --keep              leave the cluster up at the end (`e2e/local down` later,
 #                                with the same MESHSCALER_E2E_STATE)
 #
@@ -76,10 +79,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$SCENARIO:$VARIANT" in
-  shared-edge:own|shared-edge:budget) OUT="$LAB/results/$SCENARIO-$VARIANT" ;;
+  shared-edge:own|shared-edge:budget|edge-flows:slow-start) OUT="$LAB/results/$SCENARIO-$VARIANT" ;;
   shared-edge:*) echo "shared-edge: want --variant own or --variant budget" >&2; exit 2 ;;
   *:) ;;
-  *) echo "$SCENARIO: --variant is shared-edge's option" >&2; exit 2 ;;
+  edge-flows:*) echo "edge-flows: the one --variant is slow-start" >&2; exit 2 ;;
+  *) echo "$SCENARIO: --variant is shared-edge's and edge-flows' option" >&2; exit 2 ;;
 esac
 
 # --- the experiment's numbers ---------------------------------------------------------
@@ -166,6 +170,21 @@ elif [ "$SCENARIO" = edge-flows ]; then
   AUTOSCALER_A="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction over ${RATE_WINDOW}; no downstream guardrail"
   HEADLINE="edge-flows: the same peak (%d -> %d requests/s); each pod holds ${POOL_CONNS} of a balancer's ${LB_FLOWS} flows"
   APP_CPU_REQUEST=20m # no HPA reads the app's CPU; both arms' pods fit on the node
+  if [ "$VARIANT" = slow-start ]; then
+    # Both arms guarded; every new pod waits SLOW_START_S in an init container (phase
+    # Pending: an image pull or a node being added looks so), so for that long it has
+    # opened none of its pool. Syncs every 5 s: without the reservation each sees the
+    # table as the two running pods left it (50 flows) and grants the same 3 replicas
+    # of room again (2 -> 5 -> 8 -> 10: 250 flows, past the table's 200); with it the
+    # 3 starting replicas reserve 75 flows and the count stays at 5 (125, 62.5%).
+    SLOW_START_S=20
+    ARM_A=noreserve ARM_B=reserve
+    LABEL_A="(a) no reservation" LABEL_B="(b) reservation"
+    TITLE_A="(a) downstream guardrail, starting-pod reservation off (annotation), pods start 20 s late"
+    TITLE_B="(b) downstream guardrail with the starting-pod reservation, pods start 20 s late"
+    AUTOSCALER_A="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction over ${RATE_WINDOW}; downstream guardrail on the balancer's flow table (${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit) with the annotation autoscaling.meshscaler.io/starting-pod-reservation=false"
+    HEADLINE="edge-flows, slow start: the same peak (%d -> %d requests/s); pods start ${SLOW_START_S} s late, then hold ${POOL_CONNS} of a balancer's ${LB_FLOWS} flows"
+  fi
 else
   # shared-edge: the arms are two services behind ONE balancer frontend, one pod each
   # at the start (50 of its 250 flows, 25 a pod; full at 10 pods). Each needs 6 pods at
@@ -199,7 +218,9 @@ else
 fi
 AUTOSCALER_B="meshscaler (Helm chart, in-cluster, live) SidecarConcurrency haproxy ${TARGET_UTILIZATION}% of maxconn, saturation correction (refused/admitted rates over ${RATE_WINDOW}); sync period ${MESH_SYNC_S} s$([ "$SCENARIO" = retry-storm ] && echo "; retry-storm guard, threshold ${RETRY_THRESHOLD}, retry share from the edge HAProxy's counters of requests marked x-retry-attempt")$([ "$SCENARIO" = edge-flows ] && echo "; downstream guardrail on the balancer's flow table: ${POOL_CONNS} flows a replica, at most ${LB_MAX_UTILIZATION} of its limit")"
 [ "$SCENARIO" != shared-edge ] || AUTOSCALER_B="$AUTOSCALER_A"
+[ "$VARIANT" != slow-start ] || AUTOSCALER_B="${AUTOSCALER_A% with the annotation*} with the starting-pod reservation (SPEC §2 step 7)"
 NS_A="lab-$ARM_A" NS_B="lab-$ARM_B"
+SLOW_START_S="${SLOW_START_S:-0}"
 POD_ADMITS=$((SIDECAR_MAXCONN * 1000 / HOLD_MS))
 DURATION_S=$((BASE_S + RAMP_S + HOLD_S + RAMP_S + TAIL_S))
 
@@ -307,7 +328,7 @@ k delete namespace "$NS_A" "$NS_B" --ignore-not-found --wait=true --timeout=120s
 
 export LAB_APP_IMAGE START_REPLICAS MAX_REPLICAS APP_WORKERS CPU_US HOLD_MS STARTUP_DELAY APP_CPU_REQUEST \
   SIDECAR_CPU_REQUEST SIDECAR_MAXCONN TARGET_UTILIZATION RATE_WINDOW RETRY_THRESHOLD SCENARIO \
-  POOL_CONNS LB_FLOWS LB_MAX_UTILIZATION
+  POOL_CONNS LB_FLOWS LB_MAX_UTILIZATION SLOW_START_S
 export QUEUE_TIMEOUT="${QUEUE_TIMEOUT_S}s"
 # shellcheck source=e2e/lab/lib/objects.sh
 . "$LAB/lib/objects.sh"
@@ -334,7 +355,7 @@ elif [ "$SCENARIO" = shared-edge ]; then
   POOL_A="$MESHSCALER_E2E_NODE_IP:$LB_POOL" POOL_B="$POOL_A"
   say "balancer: one table of $LB_FLOWS flows for both services, $POOL_CONNS a pod (lb-edge $POOL_A)"
 fi
-say "workloads: $START_REPLICAS pods each in $NS_A and $NS_B (sidecar maxconn $SIDECAR_MAXCONN, app ${HOLD_MS} ms per request, start-up delay ${STARTUP_DELAY} s)"
+say "workloads: $START_REPLICAS pods each in $NS_A and $NS_B (sidecar maxconn $SIDECAR_MAXCONN, app ${HOLD_MS} ms per request, start-up delay ${STARTUP_DELAY} s$([ "$SLOW_START_S" -gt 0 ] && echo " after ${SLOW_START_S} s in an init container"))"
 { workload "$NS_A" "$POOL_A"; echo ---; workload "$NS_B" "$POOL_B"; } | k apply -f - >/dev/null || die "could not apply the workloads"
 
 say "installing meshscaler with its Helm chart ($MESHSCALER_IMAGE, live, sync period ${MESH_SYNC_S}s)"
@@ -350,6 +371,8 @@ if [ "$SCENARIO" = blind-vs-aware ]; then
   { hpa "$NS_A"; echo ---; shadow_mas "$NS_A"; echo ---; mas "$NS_B"; } | k apply -f - >/dev/null
 elif [ "$SCENARIO" = retry-storm ]; then
   { mas "$NS_A"; echo ---; mas "$NS_B" "edge-$ARM_B"; } | k apply -f - >/dev/null
+elif [ "$SCENARIO" = edge-flows ] && [ "$VARIANT" = slow-start ]; then
+  { mas_no_reservation "$NS_A" "" "lb-$ARM_A"; echo ---; mas "$NS_B" "" "lb-$ARM_B"; } | k apply -f - >/dev/null
 elif [ "$SCENARIO" = edge-flows ]; then
   { mas "$NS_A"; echo ---; mas "$NS_B" "" "lb-$ARM_B"; } | k apply -f - >/dev/null
 else
@@ -452,7 +475,7 @@ cat >"$OUT/logs/params.json" <<EOF
  "profile": "$PROFILE", "retry": "$RETRY", "base_rate": $BASE_RATE, "peak_rate": $PEAK_RATE,
  "start_replicas": $START_REPLICAS, "max_replicas": $MAX_REPLICAS, "sidecar_maxconn": $SIDECAR_MAXCONN,
  "queue_timeout_s": $QUEUE_TIMEOUT_S, "hold_ms": $HOLD_MS, "cpu_us": $CPU_US, "app_workers": $APP_WORKERS,
- "app_cpu_request": "$APP_CPU_REQUEST", "startup_delay_s": $STARTUP_DELAY, "pod_admits_per_s": $POD_ADMITS,
+ "app_cpu_request": "$APP_CPU_REQUEST", "startup_delay_s": $STARTUP_DELAY, "slow_start_s": $SLOW_START_S, "pod_admits_per_s": $POD_ADMITS,
  "target_utilization": $TARGET_UTILIZATION, "rate_window": "$RATE_WINDOW", "mesh_sync_s": $MESH_SYNC_S,
  "hpa_sync_s": $HPA_SYNC_S, "retry_threshold": $RETRY_THRESHOLD,
  "pool_conns": ${POOL_CONNS:-0}, "lb_flows": ${LB_FLOWS:-0}, "lb_max_utilization": ${LB_MAX_UTILIZATION:-0},

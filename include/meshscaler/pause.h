@@ -6,6 +6,12 @@
  *   autoscaling.meshscaler.io/paused-scale-in: "true"  no scale-in
  *   autoscaling.meshscaler.io/paused-scale-out: "true" no scale-out
  *
+ * and one opt-out of a rule, read with them because it is the same kind of
+ * per-object switch an operator sets by hand:
+ *
+ *   autoscaling.meshscaler.io/starting-pod-reservation: "false"
+ *       SPEC §2 step 7 reserves nothing for this object's starting pods
+ *
  * Pure and reentrant; the annotations tree is borrowed for the call.
  */
 #ifndef MESHSCALER_PAUSE_H
@@ -23,6 +29,7 @@
 #define MS_PAUSE_REPLICAS_ANNOTATION "autoscaling.meshscaler.io/paused-replicas"
 #define MS_PAUSE_SCALE_IN_ANNOTATION "autoscaling.meshscaler.io/paused-scale-in"
 #define MS_PAUSE_SCALE_OUT_ANNOTATION "autoscaling.meshscaler.io/paused-scale-out"
+#define MS_RESERVATION_ANNOTATION "autoscaling.meshscaler.io/starting-pod-reservation"
 
 typedef struct {
     bool paused;        /* never write the target */
@@ -30,6 +37,7 @@ typedef struct {
     int32_t replicas;
     bool no_scale_in;
     bool no_scale_out;
+    bool no_reservation; /* starting-pod-reservation: "false" */
 } ms_pause_t;
 
 /* What the pause does to one decision. */
@@ -46,7 +54,8 @@ typedef enum {
  * unreadable value returns MS_ERR_INVALID with "annotation: reason" in
  * errbuf; *out then holds the annotations that were readable (an unreadable
  * one counts as absent, except that a bad "paused" value counts as paused:
- * doubt never writes). */
+ * doubt never writes, and a bad starting-pod-reservation value keeps the
+ * reservation: doubt reserves). */
 ms_err_t ms_pause_parse(const cJSON *annotations, ms_pause_t *out, char *errbuf, size_t errlen);
 
 /* Apply *p to a decision of current -> *desired; *desired may be lowered or

@@ -1,5 +1,6 @@
 /*
- * pause.c - the pausing annotations: parse, and what they do to a decision.
+ * pause.c - the pausing annotations (and the reservation opt-out read with
+ * them): parse, and what they do to a decision.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,6 +23,13 @@ static int flag(const cJSON *annotations, const char *name)
     if (strcasecmp(v->valuestring, "false") == 0 || v->valuestring[0] == '\0')
         return 0;
     return -1;
+}
+
+static bool says_false(const cJSON *annotations, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(annotations, name);
+
+    return cJSON_IsString(v) && strcasecmp(v->valuestring, "false") == 0;
 }
 
 static bool parse_count(const char *s, int32_t *out)
@@ -63,6 +71,11 @@ ms_err_t ms_pause_parse(const cJSON *annotations, ms_pause_t *out, char *errbuf,
     if (f < 0)
         err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: want \"true\" or \"false\"",
                       MS_PAUSE_SCALE_OUT_ANNOTATION);
+    /* On by default: only "false" turns the rule off. */
+    out->no_reservation = says_false(annotations, MS_RESERVATION_ANNOTATION);
+    if (flag(annotations, MS_RESERVATION_ANNOTATION) < 0)
+        err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: want \"true\" or \"false\"",
+                      MS_RESERVATION_ANNOTATION);
     n = cJSON_GetObjectItemCaseSensitive(annotations, MS_PAUSE_REPLICAS_ANNOTATION);
     if (n != NULL) {
         if (cJSON_IsString(n) && parse_count(n->valuestring, &out->replicas))

@@ -101,7 +101,7 @@ static bool load(ms_controller_t *c, ms__item_t *it)
     it->name = it->name_buf;
     it->uid = it->uid_buf;
     if (pause_err[0] != '\0' && e->stage == MS__ENTRY_OBSERVED)
-        MS_LOG_WARN("unreadable pausing annotation", MS_S("object", it->key), MS_S("error", pause_err));
+        MS_LOG_WARN("unreadable annotation", MS_S("object", it->key), MS_S("error", pause_err));
     it->stage = (ms__entry_stage_t)e->stage;
     if (e->spec != NULL)
         it->spec = &e->spec->spec;
@@ -256,8 +256,9 @@ static ms_err_t decide(ms__item_t *it)
     obs.current_replicas = current;
     obs.ready_replicas = ms__decision_ready(it->spec, obs.metric_pods, t->pods_ok, t->ready_pods, current);
     /* Step 7 reserves each downstream's perReplica for the replicas whose
-     * pods are not running yet; uncounted pods reserve nothing. */
-    if (t->pods_ok && it->spec->ndownstreams > 0)
+     * pods are not running yet; uncounted pods reserve nothing, and neither
+     * does an object whose starting-pod-reservation annotation says "false". */
+    if (t->pods_ok && it->spec->ndownstreams > 0 && !it->pause.no_reservation)
         obs.running_replicas = (ms_pods_t){true, t->running_pods};
     if (t->pods_ok)
         ms__leave_out_settling_pods(it->spec, t->settling_pods, t->running_pods, &obs,

@@ -1,8 +1,11 @@
-"""The lab report's overshoot bound (e2e/lab/lib/report.py), on figures shaped like
-the committed runs: it fails an overshoot of the controller's own making and passes
-an autoscaler that followed pods a starved machine slowed down."""
+"""The lab report's checks (e2e/lab/lib/report.py) on figures shaped like the
+committed runs: the overshoot bound fails an overshoot of the controller's own making
+and passes an autoscaler that followed pods a starved machine slowed down; the
+slow-start checks tell the reservation from its absence."""
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "e2e", "lab", "lib"))
@@ -44,6 +47,52 @@ class OvershootBound(unittest.TestCase):
 
     def test_maximum_fails_unless_measured(self):
         self.assertFalse(verdict(24, 70.0))
+
+
+def slow_start_verdicts(noreserve_peak, reserve_peak, reserve_says_reserve=True, occupancy=0.625):
+    """{check text: ok} of edge-flows' slow-start checks for two arms' peaks."""
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+        msg = "recommendation 10; downstream edge-lb allows only 5"
+        for ns, peak, reserve in (("lab-noreserve", noreserve_peak, False),
+                                  ("lab-reserve", reserve_peak, reserve_says_reserve)):
+            text = msg + (" (3 starting replicas reserve 75 flows)" if reserve else "")
+            f.write("100.0 %s\n" % json.dumps({"msg": "decided", "object": ns + "/web", "current": 2,
+                                                "desired": peak, "message": text,
+                                                "reason": "DownstreamLimit"}))
+        path = f.name
+    p = {"variant": "slow-start", "lb_max_utilization": 0.7, "lb_flows": 200, "pool_conns": 25,
+         "start_replicas": 2, "decisions_log": path,
+         "arms": {"noreserve": {"namespace": "lab-noreserve"}, "reserve": {"namespace": "lab-reserve"}}}
+    figures = {"noreserve": {"peak_replicas": noreserve_peak, "edge_occupancy_peak": 1.0,
+                             "bystander_errors_share_at_peak": 0.8},
+               "reserve": {"peak_replicas": reserve_peak, "edge_occupancy_peak": occupancy,
+                           "bystander_errors_share_at_peak": 0.0}}
+    results = []
+    try:
+        report.edge_flows_checks(p, figures, lambda name, ok: results.append((name, ok)))
+    finally:
+        os.unlink(path)
+    return results
+
+
+class SlowStart(unittest.TestCase):
+    def test_reservation_against_none_passes(self):
+        # The arithmetic of the variant: 2 -> 5 -> 8 -> 10 without, 5 with.
+        self.assertTrue(all(ok for _, ok in slow_start_verdicts(10, 5)))
+
+    def test_no_difference_fails(self):
+        # Both arms at 5 (the opt-out not honoured): the "no reservation" arm did not
+        # go past 70%, and the arms are not told apart.
+        self.assertFalse(all(ok for _, ok in slow_start_verdicts(5, 5)))
+        # Both past 70% (the reservation not applied).
+        self.assertFalse(all(ok for _, ok in slow_start_verdicts(10, 10, reserve_says_reserve=False)))
+
+    def test_reservation_must_show_in_decisions(self):
+        self.assertFalse(all(ok for _, ok in slow_start_verdicts(10, 5, reserve_says_reserve=False)))
+
+    def test_table_past_the_guard_fails(self):
+        self.assertFalse(all(ok for _, ok in slow_start_verdicts(10, 5, occupancy=0.75)))
+        self.assertFalse(all(ok for _, ok in slow_start_verdicts(10, 6)))
 
 
 if __name__ == "__main__":

@@ -99,6 +99,31 @@ static void test_paused_replicas_holds(void **state)
     }
 }
 
+/* The reservation opt-out: only "false" turns it off; doubt reserves. */
+static void test_reservation_opt_out(void **state)
+{
+    ms_pause_t p;
+    char err[256] = "";
+
+    (void)state;
+    assert_int_equal(parse("{}", &p, err, sizeof err), MS_OK);
+    assert_false(p.no_reservation);
+    assert_int_equal(parse("{\"autoscaling.meshscaler.io/starting-pod-reservation\":\"False\"}", &p,
+                           err, sizeof err),
+                     MS_OK);
+    assert_true(p.no_reservation);
+    assert_false(p.paused || p.has_replicas || p.no_scale_in || p.no_scale_out);
+    assert_int_equal(parse("{\"autoscaling.meshscaler.io/starting-pod-reservation\":\"true\"}", &p,
+                           err, sizeof err),
+                     MS_OK);
+    assert_false(p.no_reservation);
+    assert_int_equal(parse("{\"autoscaling.meshscaler.io/starting-pod-reservation\":\"off\"}", &p,
+                           err, sizeof err),
+                     MS_ERR_INVALID);
+    assert_false(p.no_reservation);
+    assert_non_null(strstr(err, "starting-pod-reservation: want"));
+}
+
 static void test_one_direction(void **state)
 {
     ms_pause_t p;
@@ -135,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_pause_counts_as_paused),
         cmocka_unit_test(test_paused_replicas_holds),
         cmocka_unit_test(test_one_direction),
+        cmocka_unit_test(test_reservation_opt_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,22 @@ pool_env() {
 EOF
 }
 
+# slow_start: with SLOW_START_S > 0, an init container that sleeps that long (the
+# sidecar's image has a shell's sleep; the lab app's has only the app), so a new pod
+# stays in phase Pending, its pool not open, as a pod pulling its image would.
+slow_start() {
+  [ "${SLOW_START_S:-0}" -gt 0 ] || return 0
+  cat <<EOF
+      initContainers:
+      - name: slow-start
+        image: $MESHSCALER_E2E_SIDECAR_IMAGE
+        imagePullPolicy: Never
+        command: [sleep, "$SLOW_START_S"]
+        resources: {requests: {cpu: 1m, memory: 4Mi}, limits: {cpu: 50m, memory: 16Mi}}
+        securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+EOF
+}
+
 # workload NAMESPACE [POOL_ADDR]: the Deployment and Service `web`.
 workload() {
   cat <<EOF
@@ -43,6 +59,7 @@ spec:
       terminationGracePeriodSeconds: 5
       enableServiceLinks: false
       automountServiceAccountToken: false
+$(slow_start)
       containers:
       - name: app
         image: $LAB_APP_IMAGE
@@ -188,6 +205,13 @@ $(retry_guard "${2:-}")
 $(downstream_guard "${3:-}" "${4:-}")
 $(behavior)
 EOF
+}
+
+# mas_no_reservation ARGS...: mas ARGS with the per-object opt-out of the starting-pod
+# reservation (docs/controller.md, "Pausing and conflicts"): edge-flows' slow-start
+# variant, its arm (a).
+mas_no_reservation() {
+  mas "$@" | sed -e 's|^metadata: {name: web, namespace: \([^,}]*\)}$|metadata: {name: web, namespace: \1, annotations: {autoscaling.meshscaler.io/starting-pod-reservation: "false"}}|'
 }
 
 # Shadow mode in the HPA arm: the same MeshAutoscaler, dryRun, beside the HPA on its

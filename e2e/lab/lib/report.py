@@ -326,7 +326,8 @@ def decisions_of(p, namespace):
                     "desired": rec.get("to" if scaled else "desired"),
                     "recommendation": int(m.group(1)) if m else None,
                     "discounted": "retries discounted" in msg, "storm": "retry storm" in msg,
-                    "reason": rec.get("reason"), "budget": "budget edge" in msg})
+                    "reason": rec.get("reason"), "budget": "budget edge" in msg,
+                    "reserved": "starting replicas reserve" in msg})
     return out
 
 
@@ -478,6 +479,8 @@ BYSTANDER_FAILS = 0.25
 
 
 def edge_flows_checks(p, figures, check):
+    if p.get("variant") == "slow-start":
+        return slow_start_checks(p, figures, check)
     n, g = figures["noguard"], figures["guard"]
     limit = p["lb_max_utilization"]
     check("guard: the balancer held at or under %d%% of its flows (peak %s)"
@@ -495,6 +498,42 @@ def edge_flows_checks(p, figures, check):
           % (pct(n["bystander_errors_share_at_peak"]), round(100 * BYSTANDER_FAILS),
              pct(g["bystander_errors_share_at_peak"])),
           n["bystander_errors_share_at_peak"] is not None and n["bystander_errors_share_at_peak"] >= BYSTANDER_FAILS)
+
+
+def slow_start_checks(p, figures, check):
+    """edge-flows, slow-start: both arms guarded, new pods 20 s in an init container;
+    (a) without the starting-pod reservation (the per-object opt-out), (b) with it."""
+    n, r = figures["noreserve"], figures["reserve"]
+    limit = p["lb_max_utilization"]
+    # The pools the arm's peak count would hold once its pods run: the guard's own
+    # arithmetic (perReplica x replicas), not the table's momentary count, which the
+    # pods still starting do not show yet and a full table caps.
+    def pools(f):
+        return f["peak_replicas"] * p["pool_conns"]
+    reserved = [d for d in decisions_of(p, p["arms"]["reserve"]["namespace"]) if d["reserved"]]
+    unreserved = [d for d in decisions_of(p, p["arms"]["noreserve"]["namespace"]) if d["reserved"]]
+    check("no reservation: the guard granted the same room again while pods started (peak replicas %d, "
+          "%d flows of %d: past %d%%; the table peaked at %s, the bystander's errors at the peak %s)"
+          % (n["peak_replicas"], pools(n), p["lb_flows"], round(100 * limit), pct(n["edge_occupancy_peak"]),
+             pct(n["bystander_errors_share_at_peak"])),
+          pools(n) > limit * p["lb_flows"] + 1e-9)
+    check("no reservation: no decision reserved for starting pods (%d say \"starting replicas reserve\")"
+          % len(unreserved), not unreserved)
+    check("reservation: decisions reserved room for starting pods (%d say \"starting replicas reserve\")"
+          % len(reserved), reserved)
+    check("reservation: its pools held at or under %d%% of the table (peak replicas %d, %d flows of %d)"
+          % (round(100 * limit), r["peak_replicas"], pools(r), p["lb_flows"]),
+          pools(r) <= limit * p["lb_flows"] + 1e-9)
+    check("reservation: the balancer held at or under %d%% of its flows (peak %s)"
+          % (round(100 * limit), pct(r["edge_occupancy_peak"])),
+          r["edge_occupancy_peak"] is not None and r["edge_occupancy_peak"] <= limit + 1e-9)
+    check("reservation: the bystander behind its balancer served (errors at the peak %s < 1%%)"
+          % pct(r["bystander_errors_share_at_peak"]),
+          r["bystander_errors_share_at_peak"] is not None and r["bystander_errors_share_at_peak"] < 0.01)
+    check("reservation: fewer peak replicas than without it (%d < %d)" % (r["peak_replicas"], n["peak_replicas"]),
+          r["peak_replicas"] < n["peak_replicas"])
+    check("reservation: it still scaled out (peak replicas %d > %d at the start)"
+          % (r["peak_replicas"], p["start_replicas"]), r["peak_replicas"] > p["start_replicas"])
 
 
 def shared_edge_checks(p, figures, check):
