@@ -489,6 +489,23 @@ static void source_of(kdoc_t *docs, size_t n, char *buf, size_t cap)
     }
 }
 
+/* The entry of LIST (clusters, users) named NAME, which the context's ITEM
+ * field (cluster, user) names; its absence is an error at that field. */
+static ms_err_t find_named(kdoc_t *docs, size_t n, const char *list, const char *item,
+                           const char *name, entry_t *ctx, entry_t *out, char *errbuf,
+                           size_t errlen)
+{
+    char msg[MS_ERRBUF_SIZE];
+    bool found;
+    ms_err_t err = find_merged(docs, n, list, item, name, out, &found, errbuf, errlen);
+
+    if (err != MS_OK || found)
+        return err;
+    snprintf(msg, sizeof msg, "%s \"%s\" not found", item, name);
+    ms_jpath_push_key(&ctx->path, item);
+    return fail(errbuf, errlen, ctx->kd, &ctx->path, msg);
+}
+
 static ms_err_t resolve_docs(kdoc_t *docs, size_t n, const char *context, ms_kube_config_t **out,
                              char *errbuf, size_t errlen)
 {
@@ -526,30 +543,13 @@ static ms_err_t resolve_docs(kdoc_t *docs, size_t n, const char *context, ms_kub
         err = fail(errbuf, errlen, ctx.kd, &ctx.path, "missing");
         goto out;
     }
-    if ((err = find_merged(docs, n, "clusters", "cluster", cluster, &ce, &found, errbuf, errlen)) != MS_OK)
+    if ((err = find_named(docs, n, "clusters", "cluster", cluster, &ctx, &ce, errbuf, errlen)) != MS_OK ||
+        (err = read_cluster(&ce, c, errbuf, errlen)) != MS_OK)
         goto out;
-    if (!found) {
-        char msg[MS_ERRBUF_SIZE];
-        snprintf(msg, sizeof msg, "cluster \"%s\" not found", cluster);
-        ms_jpath_push_key(&ctx.path, "cluster");
-        err = fail(errbuf, errlen, ctx.kd, &ctx.path, msg);
+    if (user != NULL && user[0] != '\0' &&
+        ((err = find_named(docs, n, "users", "user", user, &ctx, &ue, errbuf, errlen)) != MS_OK ||
+         (err = read_user(&ue, c, errbuf, errlen)) != MS_OK))
         goto out;
-    }
-    if ((err = read_cluster(&ce, c, errbuf, errlen)) != MS_OK)
-        goto out;
-    if (user != NULL && user[0] != '\0') {
-        if ((err = find_merged(docs, n, "users", "user", user, &ue, &found, errbuf, errlen)) != MS_OK)
-            goto out;
-        if (!found) {
-            char msg[MS_ERRBUF_SIZE];
-            snprintf(msg, sizeof msg, "user \"%s\" not found", user);
-            ms_jpath_push_key(&ctx.path, "user");
-            err = fail(errbuf, errlen, ctx.kd, &ctx.path, msg);
-            goto out;
-        }
-        if ((err = read_user(&ue, c, errbuf, errlen)) != MS_OK)
-            goto out;
-    }
     if (c->namespace_ == NULL || c->namespace_[0] == '\0') {
         free(c->namespace_);
         c->namespace_ = ms_xstrdup("default");

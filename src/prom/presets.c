@@ -174,6 +174,44 @@ static char *selector(const char *metric, const char *m1, const char *m2, const 
     return t.b.data;
 }
 
+/* The series of one preset: its selectors (sel, and sel2 for the limit) and
+ * the per-pod usage and limit expressions over them (limit NULL: none). */
+typedef struct {
+    char *sel, *sel2, *usage, *limit;
+} series_t;
+
+static void kind_series(ms_prom_kind_t kind, const char *pod_key, const char *ns,
+                        const char *cmatch, const char *window, series_t *q)
+{
+    switch (kind) {
+    case MS_PROM_KIND_ENVOY:
+        q->sel = selector("envoy_cluster_upstream_rq_active", "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
+        q->sel2 = selector("envoy_cluster_circuit_breakers_default_remaining_rq",
+                        "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
+        q->usage = ms_xasprintf("sum by (%s) (%s)", pod_key, q->sel);
+        q->limit = ms_xasprintf("sum by (%s) (%s + %s)", pod_key, q->sel, q->sel2);
+        break;
+    case MS_PROM_KIND_HAPROXY:
+        q->sel = selector("haproxy_server_current_sessions", ns, NULL, NULL);
+        q->sel2 = selector("haproxy_server_limit_sessions", ns, NULL, NULL);
+        q->usage = ms_xasprintf("sum by (%s) (%s)", pod_key, q->sel);
+        q->limit = ms_xasprintf("sum by (%s) (%s > 0)", pod_key, q->sel2);
+        break;
+    case MS_PROM_KIND_LINKERD:
+        /* Little's law: latency-milliseconds accrued per second / 1000 is the
+         * mean number of requests in flight. Linkerd exports no limit. */
+        q->sel = selector("response_latency_ms_sum", "direction=\"inbound\"", ns, NULL);
+        q->usage = ms_xasprintf("sum by (%s) (rate(%s[%s])) / 1000", pod_key, q->sel, window);
+        break;
+    default: /* MS_PROM_KIND_CPU */
+        q->sel = selector("container_cpu_usage_seconds_total", cmatch, ns, NULL);
+        q->sel2 = selector("kube_pod_container_resource_limits", "resource=\"cpu\"", cmatch, ns);
+        q->usage = ms_xasprintf("sum by (%s) (rate(%s[%s]))", pod_key, q->sel, window);
+        q->limit = ms_xasprintf("sum by (%s) (%s)", pod_key, q->sel2);
+        break;
+    }
+}
+
 ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_t *o,
                               const ms_prom_preset_scope_t *scope, char **out, char *errbuf,
                               size_t errlen)
@@ -183,8 +221,8 @@ ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_
     const char *label = ms_prom_preset_workload_label(o);
     bool derived = strcmp(label, DERIVED_LABEL) == 0;
     bool cpu = kind == MS_PROM_KIND_CPU;
-    char *ns = NULL, *cmatch = NULL, *sel = NULL, *sel2 = NULL;
-    char *pod_key, *group_key, *usage = NULL, *limit = NULL, *age = NULL;
+    char *ns = NULL, *cmatch = NULL, *pod_key, *group_key;
+    series_t q = {0};
     shape_t s;
 
     if (scope == NULL)
@@ -210,44 +248,16 @@ ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_
     pod_key = ms_xasprintf("namespace, pod%s%s%s", cpu ? ", container" : "", derived ? "" : ", ",
                       derived ? "" : label);
     group_key = ms_xasprintf("namespace, %s%s", label, cpu ? ", container" : "");
-    switch (kind) {
-    case MS_PROM_KIND_ENVOY:
-        sel = selector("envoy_cluster_upstream_rq_active", "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
-        sel2 = selector("envoy_cluster_circuit_breakers_default_remaining_rq",
-                        "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
-        usage = ms_xasprintf("sum by (%s) (%s)", pod_key, sel);
-        limit = ms_xasprintf("sum by (%s) (%s + %s)", pod_key, sel, sel2);
-        break;
-    case MS_PROM_KIND_HAPROXY:
-        sel = selector("haproxy_server_current_sessions", ns, NULL, NULL);
-        sel2 = selector("haproxy_server_limit_sessions", ns, NULL, NULL);
-        usage = ms_xasprintf("sum by (%s) (%s)", pod_key, sel);
-        limit = ms_xasprintf("sum by (%s) (%s > 0)", pod_key, sel2);
-        break;
-    case MS_PROM_KIND_LINKERD:
-        /* Little's law: latency-milliseconds accrued per second / 1000 is the
-         * mean number of requests in flight. Linkerd exports no limit. */
-        sel = selector("response_latency_ms_sum", "direction=\"inbound\"", ns, NULL);
-        usage = ms_xasprintf("sum by (%s) (rate(%s[%s])) / 1000", pod_key, sel, window);
-        break;
-    default: /* MS_PROM_KIND_CPU */
-        sel = selector("container_cpu_usage_seconds_total", cmatch, ns, NULL);
-        sel2 = selector("kube_pod_container_resource_limits", "resource=\"cpu\"", cmatch, ns);
-        usage = ms_xasprintf("sum by (%s) (rate(%s[%s]))", pod_key, sel, window);
-        limit = ms_xasprintf("sum by (%s) (%s)", pod_key, sel2);
-        break;
-    }
-    age = ms_xasprintf("%s", sel);
+    kind_series(kind, pod_key, ns, cmatch, window, &q);
     s = (shape_t){.pod_key = pod_key, .group_key = group_key, .derived = derived,
-                  .usage = usage, .limit = limit, .age_src = age};
+                  .usage = q.usage, .limit = q.limit, .age_src = q.sel};
     *out = compose(&s);
     free(pod_key);
     free(group_key);
-    free(usage);
-    free(limit);
-    free(age);
-    free(sel);
-    free(sel2);
+    free(q.usage);
+    free(q.limit);
+    free(q.sel);
+    free(q.sel2);
     free(ns);
     free(cmatch);
     return MS_OK;
