@@ -5,6 +5,8 @@
 # kind, helm and kubectl; see e2e/kind/README.md.
 #
 #   e2e/kind/up.sh [--offline|--online]   create (or reuse) the cluster and install everything
+#   e2e/kind/up.sh --offline --build-only build (or find cached) kind, the node image and
+#                                        the images, then stop: no cluster, no lock taken
 #   source e2e/kind/.state/env           then: tests/incluster/run.sh
 #
 # Online (a Docker engine that reaches Docker Hub): kind's upstream node image and the
@@ -31,9 +33,11 @@
 set -euo pipefail
 
 mode=""
+build_only=0
 for arg in "$@"; do
   case "$arg" in
     --offline) mode=offline ;;
+    --build-only) build_only=1 ;;
     --online) mode=online ;;
     *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
   esac
@@ -55,6 +59,9 @@ die() { progress_stop 2>/dev/null || true; echo "[kind] error: $*" >&2; exit 1; 
 
 # shellcheck source=offline.sh
 . "$here/offline.sh"
+if ((build_only)) && [[ $mode != offline ]]; then
+  die "--build-only builds the offline path's images: give --offline too"
+fi
 if [[ -z $mode ]]; then
   if [[ -f $state/offline ]] || offline_detect; then mode=offline; else mode=online; fi
   say "mode: $mode (detected; --online or --offline to choose)"
@@ -68,6 +75,11 @@ if [[ $mode == offline ]]; then
   offline_node_image
   offline_workload_images
   ln -sf k8s-node "$KIND_BIN/kubectl"
+  if ((build_only)); then
+    kind_docker_stop
+    say "built (--build-only): the node image and the images are cached in $KIND_CACHE"
+    exit 0
+  fi
   [[ -x $E2E_DIR/.bin/helm ]] || "$E2E_DIR/local" tools helm
   export PATH="$KIND_BIN:$E2E_DIR/.bin:$PATH"
   export DOCKER_HOST="unix://$DOCKER_SOCK"
