@@ -91,7 +91,9 @@ typedef struct {
     char message[MS_ERRBUF_SIZE]; /* one line naming the pod (UID, URL) and the cause; "" when OK */
     long http_status;             /* 0 when none arrived */
     size_t bytes;                 /* answer bytes read (the body, after decoding) */
-    double seconds;               /* how long its read took */
+    double seconds;               /* how long its read took (its own transfer) */
+    double ended;                 /* when it ended, in seconds since the read began:
+                                     what a slow pod beside it would delay */
     ms_scrape_total_t totals[MS_SCRAPE_MAX_FAMILIES]; /* OK: per preset family */
     ms_scrape_pod_t values;       /* OK: in flight, limit, rates */
 } ms_scrape_fetch_result_t;

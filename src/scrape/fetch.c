@@ -48,6 +48,7 @@ struct read {
     size_t *order; /* the sample order; order[next..] are unread */
     size_t next;
     double now, deadline;
+    double start; /* monotonic, when the read began */
     ms_scrape_rates_t *rates;
     ms_scrape_fetch_result_t *results;
     ms_scrape_fetch_summary_t *sum;
@@ -194,6 +195,7 @@ static void on_done(void *ctx, ms_http_response_t *resp)
     r->http_status = a->resp.status;
     r->bytes = a->parser.bytes;
     r->seconds = a->resp.total_seconds;
+    r->ended = ms_clock_monotonic() - rd->start;
     rd->sum->bytes += a->parser.bytes;
     rd->sum->new_connections += a->resp.new_connections;
     if (r->reason == MS_SCRAPE_FETCH_OK) {
@@ -277,9 +279,9 @@ ms_err_t ms_scrape_fetch_read(ms_scrape_fetcher_t *f, const ms_scrape_preset_t *
 {
     read_t rd = {.f = f, .preset = preset, .pods = pods, .npods = npods, .now = now,
                  .deadline = deadline, .rates = rates, .results = results, .sum = sum};
-    double start = ms_clock_monotonic();
     ms_err_t err;
 
+    rd.start = ms_clock_monotonic();
     memset(sum, 0, sizeof *sum);
     for (size_t i = 0; i < npods; i++)
         results[i] = (ms_scrape_fetch_result_t){.reason = MS_SCRAPE_FETCH_NOT_READ};
@@ -293,7 +295,7 @@ ms_err_t ms_scrape_fetch_read(ms_scrape_fetcher_t *f, const ms_scrape_preset_t *
     err = ms_http_batch_run_until(f->batch, deadline, NULL);
     if (err != MS_OK)
         ms_errf(errbuf, errlen, err, "the scrape batch failed (libcurl's multi handle)");
-    sum->seconds = ms_clock_monotonic() - start;
+    sum->seconds = ms_clock_monotonic() - rd.start;
     read_cleanup(&rd);
     return err;
 }
