@@ -218,8 +218,9 @@ static void serve(sc_hostile_t *h, int fd)
 {
     static const char garbage[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 36\r\n\r\n"
                                   "<html><body>not metrics</body></html";
+    /* A line the parser would refuse: only the status may decide. */
     static const char e500[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
-                               "Content-Length: 15\r\n\r\nsomething broke";
+                               "Content-Length: 20\r\n\r\nno healthy upstream\n";
 
     if (h->mode == SC_SILENT) {
         if (h->nheld < MAX_HELD) {
