@@ -75,6 +75,10 @@ typedef struct {
     size_t max_in_flight; /* reads at once; 0: MS_SCRAPE_FETCH_IN_FLIGHT */
     size_t max_bytes;     /* per answer; 0: MS_SCRAPE_FETCH_MAX_BYTES */
     const char *user_agent; /* NULL: "meshscaler/<version>" */
+    /* Pods to read per workload: 0, Knative's ms_scrape_sample_size(); else
+     * this many (all pods when more), for a caller with a reason to read
+     * more or fewer (the bench reads every pod). */
+    size_t sample;
 } ms_scrape_fetch_options_t;
 
 /* One pod to read. */
@@ -100,7 +104,7 @@ typedef struct {
 
 /* One read, all pods. */
 typedef struct {
-    size_t sample;    /* pods wanted: the sample size of npods */
+    size_t sample;    /* pods wanted: the sample size of npods (options.sample) */
     size_t attempted; /* reads started, replacements included */
     size_t ok;        /* pods that gave values */
     size_t failed;    /* attempted - ok */

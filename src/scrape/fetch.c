@@ -24,6 +24,7 @@ struct ms_scrape_fetcher {
     long timeout_ms;
     size_t max_in_flight;
     size_t max_bytes;
+    size_t sample; /* 0: Knative's size */
 };
 
 typedef struct read read_t;
@@ -89,6 +90,7 @@ ms_scrape_fetcher_t *ms_scrape_fetcher_new(const ms_scrape_fetch_options_t *o, c
     f->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : MS_SCRAPE_FETCH_TIMEOUT_MS;
     f->max_in_flight = o->max_in_flight > 0 ? o->max_in_flight : MS_SCRAPE_FETCH_IN_FLIGHT;
     f->max_bytes = o->max_bytes > 0 ? o->max_bytes : MS_SCRAPE_FETCH_MAX_BYTES;
+    f->sample = o->sample;
     /* The connect phase is inside the per-read timeout too. */
     ho.connect_timeout_ms = f->timeout_ms;
     f->client = ms_http_client_new(&ho, errbuf, errlen);
@@ -289,7 +291,9 @@ ms_err_t ms_scrape_fetch_read(ms_scrape_fetcher_t *f, const ms_scrape_preset_t *
     rd.headers[0] = rd.accept;
     rd.order = ms_xcalloc(npods > 0 ? npods : 1, sizeof *rd.order);
     ms_scrape_sample_order(npods, seed, rd.order);
-    sum->sample = ms_scrape_sample_size(npods);
+    sum->sample = f->sample == 0     ? ms_scrape_sample_size(npods)
+                  : f->sample < npods ? f->sample
+                                      : npods;
     for (size_t i = 0; i < sum->sample && start_next(&rd); i++)
         ;
     err = ms_http_batch_run_until(f->batch, deadline, NULL);
