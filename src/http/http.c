@@ -738,6 +738,31 @@ static void fair_ended(fair_t *f, const transfer_t *t, bool was_running)
         f->active--;
 }
 
+/* Keep at most max_in_flight transfers going, each group within its
+ * share; one that cannot start ends (and counts as done) at once. */
+static void batch_start(ms_http_batch_t *b, fair_t *fair, size_t *running, size_t *done)
+{
+    transfer_t *t;
+
+    while (*running < b->max_in_flight && (t = fair_next(b, fair)) != NULL) {
+        ms_err_t serr = setup(b->client, t, true);
+
+        fair_started(fair, t);
+        if (serr == MS_OK && curl_multi_add_handle(b->multi, t->easy) == CURLM_OK) {
+            (*running)++;
+            continue;
+        }
+        fair_ended(fair, t, true);
+        t->resp->err = ms_errf(t->resp->error, sizeof t->resp->error,
+                               serr != MS_OK ? serr : MS_ERR_IO, "%s %s: cannot start the request",
+                               t->req->method ? t->req->method : "GET", t->req->url);
+        transfer_free(t);
+        t->finished = true;
+        batch_done(t);
+        (*done)++;
+    }
+}
+
 ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atomic_bool *stop)
 {
     size_t running = 0, done = 0;
@@ -767,26 +792,7 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
                 wait_ms = (int)(left * 1000) + 1;
         }
 
-        /* Keep at most max_in_flight transfers going, each group within
-         * its share. */
-        while (running < b->max_in_flight && (t = fair_next(b, &fair)) != NULL) {
-            ms_err_t serr = setup(b->client, t, true);
-
-            fair_started(&fair, t);
-            if (serr == MS_OK && curl_multi_add_handle(b->multi, t->easy) == CURLM_OK) {
-                running++;
-                continue;
-            }
-            fair_ended(&fair, t, true);
-            t->resp->err = ms_errf(t->resp->error, sizeof t->resp->error,
-                                   serr != MS_OK ? serr : MS_ERR_IO,
-                                   "%s %s: cannot start the request",
-                                   t->req->method ? t->req->method : "GET", t->req->url);
-            transfer_free(t);
-            t->finished = true;
-            batch_done(t);
-            done++;
-        }
+        batch_start(b, &fair, &running, &done);
         if (curl_multi_perform(b->multi, &still) != CURLM_OK) {
             err = MS_ERR_IO;
             break;

@@ -299,8 +299,8 @@ static void test_sample_and_replacement(void **state)
 
     (void)state;
     for (int i = 0; i < N; i++) {
-        snprintf(ips[i], sizeof ips[i], "127.0.1.%d", i + 1);
-        snprintf(uids[i], sizeof uids[i], "uid-%d", i);
+        snprintf(ips[i], sizeof ips[i], "127.0.1.%u", (unsigned)(i + 1) % 256u);
+        snprintf(uids[i], sizeof uids[i], "uid-%u", (unsigned)i % 1000u);
         if (i < GOOD)
             addrs[i] = ips[i];
     }
