@@ -331,6 +331,24 @@ static void test_sample_and_replacement(void **state)
     sc_haproxy_stop(&many);
 }
 
+/* No pods: nothing read, nothing wanted, no error. */
+static void test_no_pods(void **state)
+{
+    ms_scrape_fetch_result_t res[1];
+    ms_scrape_fetch_summary_t sum;
+    ms_scrape_fetcher_t *f = fetcher(0, 0);
+    ms_scrape_rates_t rates;
+
+    (void)state;
+    ms_scrape_rates_init(&rates);
+    read_ok(f, NULL, 0, 1, 100.0, 0, &rates, res, &sum);
+    assert_int_equal(sum.sample, 0);
+    assert_int_equal(sum.attempted, 0);
+    assert_int_equal(sum.ok, 0);
+    ms_scrape_rates_cleanup(&rates);
+    ms_scrape_fetcher_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_slow_pod_does_not_delay_others),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_sample_and_replacement),
+        cmocka_unit_test(test_no_pods),
     };
 
     if (system("command -v haproxy >/dev/null 2>&1") != 0) {
