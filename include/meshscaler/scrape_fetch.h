@@ -69,11 +69,17 @@ const char *ms_scrape_fetch_reason_sentence(ms_scrape_fetch_reason_t r);
  * grows with its backends and servers; Envoy's filtered one is a few KiB.
  * 1 MiB leaves room for a large HAProxy and stops an unfiltered Envoy dump. */
 #define MS_SCRAPE_FETCH_MAX_BYTES ((size_t)1 << 20)
+/* 256 idle connections: 16 objects' full samples; a file descriptor and a
+ * few KiB each. */
+#define MS_SCRAPE_FETCH_KEEP 256
 
 typedef struct {
     long timeout_ms;      /* per pod read; 0: MS_SCRAPE_FETCH_TIMEOUT_MS */
     size_t max_in_flight; /* reads at once; 0: MS_SCRAPE_FETCH_IN_FLIGHT */
     size_t max_bytes;     /* per answer; 0: MS_SCRAPE_FETCH_MAX_BYTES */
+    /* Idle connections kept open between reads (one per pod read again);
+     * 0: MS_SCRAPE_FETCH_KEEP. Past it the oldest idle one is closed. */
+    size_t keep_connections;
     const char *user_agent; /* NULL: "meshscaler/<version>" */
     /* Pods to read per workload: 0, Knative's ms_scrape_sample_size(); else
      * this many (all pods when more), for a caller with a reason to read

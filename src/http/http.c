@@ -613,6 +613,11 @@ ms_http_batch_t *ms_http_batch_new(ms_http_client_t *client, size_t max_in_fligh
     return b;
 }
 
+void ms_http_batch_keep_connections(ms_http_batch_t *b, size_t n)
+{
+    curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long)n);
+}
+
 void ms_http_batch_free(ms_http_batch_t *b)
 {
     if (b == NULL)

@@ -101,6 +101,8 @@ ms_scrape_fetcher_t *ms_scrape_fetcher_new(const ms_scrape_fetch_options_t *o, c
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "cannot create the scrape batch");
         goto fail;
     }
+    ms_http_batch_keep_connections(f->batch, o->keep_connections > 0 ? o->keep_connections
+                                                                     : MS_SCRAPE_FETCH_KEEP);
     return f;
 fail:
     ms_scrape_fetcher_free(f);
