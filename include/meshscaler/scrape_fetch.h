@@ -24,9 +24,10 @@
  *
  * Ownership: the fetcher owns its HTTP client and batch; a read borrows the
  * pods and the preset for the call; results are the caller's storage.
- * Threads: one fetcher belongs to one thread at a time. No globals, no clock
- * of its own but the HTTP layer's timeouts (the caller passes `now` for the
- * rates and the deadline in ms_clock_monotonic() seconds).
+ * Threads: one fetcher belongs to one thread at a time. No globals. Time:
+ * the rates use the caller's `now`; the deadline is in ms_clock_monotonic()
+ * seconds, which the fetcher (like the HTTP layer under it) reads only to
+ * compare with it and to measure the read.
  */
 #ifndef MESHSCALER_SCRAPE_FETCH_H
 #define MESHSCALER_SCRAPE_FETCH_H
@@ -111,7 +112,7 @@ typedef struct {
 /* One read, all pods. */
 typedef struct {
     size_t sample;    /* pods wanted: the sample size of npods (options.sample) */
-    size_t attempted; /* reads started, replacements included */
+    size_t attempted; /* pods tried (replacements and bad addresses included) */
     size_t ok;        /* pods that gave values */
     size_t failed;    /* attempted - ok */
     size_t bytes;     /* answer bytes over all pods */
