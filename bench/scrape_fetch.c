@@ -109,7 +109,7 @@ static void run_reads(const args_t *a, char (*ips)[16], const unsigned *ports, l
     ms_scrape_fetch_pod_t *pods = calloc(a->pods, sizeof *pods);
     ms_scrape_fetch_result_t *res = calloc(a->pods, sizeof *res);
     double *wall = calloc(a->reads, sizeof *wall), cpu = 0;
-    char (*uids)[16] = calloc(a->pods, sizeof *uids), err[MS_ERRBUF_SIZE];
+    char(*uids)[16] = calloc(a->pods, sizeof *uids), err[MS_ERRBUF_SIZE];
     size_t bytes = 0, ok = 0;
     long later_connections = 0;
     ms_scrape_fetch_summary_t sum;
@@ -118,8 +118,8 @@ static void run_reads(const args_t *a, char (*ips)[16], const unsigned *ports, l
 
     for (size_t i = 0; i < a->pods; i++) {
         snprintf(uids[i], 16, "uid-%u", (unsigned)i % 100000u);
-        pods[i] = (ms_scrape_fetch_pod_t){.uid = uids[i], .ip = ips[i], .port = ports[i],
-                                          .path = a->path};
+        pods[i] = (ms_scrape_fetch_pod_t){
+            .uid = uids[i], .ip = ips[i], .port = ports[i], .path = a->path};
     }
     ms_scrape_rates_init(&rates);
     for (size_t r = 0; f != NULL && r < a->reads; r++) {

@@ -106,18 +106,18 @@ typedef struct {
     double ended;                 /* when it ended, in seconds since the read began:
                                      what a slow pod beside it would delay */
     ms_scrape_total_t totals[MS_SCRAPE_MAX_FAMILIES]; /* OK: per preset family */
-    ms_scrape_pod_t values;       /* OK: in flight, limit, rates */
+    ms_scrape_pod_t values;                           /* OK: in flight, limit, rates */
 } ms_scrape_fetch_result_t;
 
 /* One read, all pods. */
 typedef struct {
-    size_t sample;    /* pods wanted: the sample size of npods (options.sample) */
-    size_t attempted; /* pods tried (replacements and bad addresses included) */
-    size_t ok;        /* pods that gave values */
-    size_t failed;    /* attempted - ok */
-    size_t bytes;     /* answer bytes over all pods */
+    size_t sample;        /* pods wanted: the sample size of npods (options.sample) */
+    size_t attempted;     /* pods tried (replacements and bad addresses included) */
+    size_t ok;            /* pods that gave values */
+    size_t failed;        /* attempted - ok */
+    size_t bytes;         /* answer bytes over all pods */
     long new_connections; /* connections opened (0 when every read reused one) */
-    double seconds;   /* the read's wall time */
+    double seconds;       /* the read's wall time */
 } ms_scrape_fetch_summary_t;
 
 typedef struct ms_scrape_fetcher ms_scrape_fetcher_t;

@@ -160,14 +160,14 @@ static ms_scrape_fetch_reason_t judge(attempt_t *a, ms_scrape_fetch_result_t *r)
 {
     const char *uid = a->rd->pods[a->pod].uid;
 
-    if (a->stop == MS_SCRAPE_FETCH_HTTP_STATUS ||
-        (a->resp.err == MS_OK && a->resp.status != 200)) {
+    if (a->stop == MS_SCRAPE_FETCH_HTTP_STATUS || (a->resp.err == MS_OK && a->resp.status != 200)) {
         ms_errf(r->message, sizeof r->message, MS_ERR_IO, "pod %s: GET %s: HTTP status %ld", uid,
                 a->url, a->resp.status);
         return MS_SCRAPE_FETCH_HTTP_STATUS;
     }
     if (a->stop != MS_SCRAPE_FETCH_OK) {
-        ms_errf(r->message, sizeof r->message, MS_ERR_IO, "pod %s: GET %s: %s", uid, a->url, a->why);
+        ms_errf(r->message, sizeof r->message, MS_ERR_IO, "pod %s: GET %s: %s", uid, a->url,
+                a->why);
         return a->stop;
     }
     if (a->resp.err != MS_OK) {
@@ -247,9 +247,14 @@ static bool start_pod(read_t *rd, size_t i)
     ms_http_response_init(&a->resp, 1); /* the body goes to the sink, never here */
     ms_scrape_parser_init(&a->parser, rd->preset->families, rd->preset->nfamilies,
                           rd->f->max_bytes);
-    a->req = (ms_http_request_t){.url = a->url, .headers = rd->headers, .nheaders = 1,
-                                 .timeout_ms = rd->f->timeout_ms, .sink = sink, .sink_ctx = a,
-                                 .on_done = on_done, .done_ctx = a};
+    a->req = (ms_http_request_t){.url = a->url,
+                                 .headers = rd->headers,
+                                 .nheaders = 1,
+                                 .timeout_ms = rd->f->timeout_ms,
+                                 .sink = sink,
+                                 .sink_ctx = a,
+                                 .on_done = on_done,
+                                 .done_ctx = a};
     rd->attempts = ms_xgrow(rd->attempts, &rd->cap, rd->nattempts + 1, sizeof *rd->attempts);
     rd->attempts[rd->nattempts++] = a;
     ms_http_batch_add(rd->f->batch, &a->req, &a->resp);
@@ -281,8 +286,15 @@ ms_err_t ms_scrape_fetch_read(ms_scrape_fetcher_t *f, const ms_scrape_preset_t *
                               ms_scrape_fetch_result_t *results, ms_scrape_fetch_summary_t *sum,
                               char *errbuf, size_t errlen)
 {
-    read_t rd = {.f = f, .preset = preset, .pods = pods, .npods = npods, .now = now,
-                 .deadline = deadline, .rates = rates, .results = results, .sum = sum};
+    read_t rd = {.f = f,
+                 .preset = preset,
+                 .pods = pods,
+                 .npods = npods,
+                 .now = now,
+                 .deadline = deadline,
+                 .rates = rates,
+                 .results = results,
+                 .sum = sum};
     ms_err_t err;
 
     rd.start = ms_clock_monotonic();
@@ -293,7 +305,7 @@ ms_err_t ms_scrape_fetch_read(ms_scrape_fetcher_t *f, const ms_scrape_preset_t *
     rd.headers[0] = rd.accept;
     rd.order = ms_xcalloc(npods > 0 ? npods : 1, sizeof *rd.order);
     ms_scrape_sample_order(npods, seed, rd.order);
-    sum->sample = f->sample == 0     ? ms_scrape_sample_size(npods)
+    sum->sample = f->sample == 0      ? ms_scrape_sample_size(npods)
                   : f->sample < npods ? f->sample
                                       : npods;
     for (size_t i = 0; i < sum->sample && start_next(&rd); i++)

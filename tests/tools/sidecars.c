@@ -63,7 +63,10 @@ unsigned sc_free_port(void)
 
 /* Bound but never listening: the kernel refuses connections (RST), and
  * holding the port keeps anyone else from taking it during the test. */
-unsigned sc_refused_port(void) { return port_of(listen_on("127.0.0.1", 0, 0)); }
+unsigned sc_refused_port(void)
+{
+    return port_of(listen_on("127.0.0.1", 0, 0));
+}
 
 static bool connects(const char *ip, unsigned port)
 {
@@ -89,9 +92,10 @@ static void write_cfg(const sc_haproxy_t *h, const char *name, const char *const
                "frontend exporter\n");
     for (size_t i = 0; i < (naddrs ? naddrs : 1); i++)
         fprintf(f, "  bind %s:%u\n", naddrs ? addrs[i] : "127.0.0.1", h->exporter_port);
-    fprintf(f, "  http-request use-service prometheus-exporter if { path /metrics }\n"
-               "frontend %s\n  bind 127.0.0.1:%u\n  maxconn 500\n  default_backend app\n"
-               "backend app\n  server app1 127.0.0.1:%u maxconn %u\n",
+    fprintf(f,
+            "  http-request use-service prometheus-exporter if { path /metrics }\n"
+            "frontend %s\n  bind 127.0.0.1:%u\n  maxconn 500\n  default_backend app\n"
+            "backend app\n  server app1 127.0.0.1:%u maxconn %u\n",
             name, h->frontend_port, backend_port, smax);
     fclose(f);
 }
@@ -216,8 +220,9 @@ static void endless(int fd)
 
 static void serve(sc_hostile_t *h, int fd)
 {
-    static const char garbage[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 36\r\n\r\n"
-                                  "<html><body>not metrics</body></html";
+    static const char garbage[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 36\r\n\r\n"
+        "<html><body>not metrics</body></html";
     /* A line the parser would refuse: only the status may decide. */
     static const char e500[] = "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
                                "Content-Length: 20\r\n\r\nno healthy upstream\n";
@@ -246,7 +251,8 @@ static void *hostile_main(void *arg)
     sc_hostile_t *h = arg;
 
     for (;;) {
-        struct pollfd p[2] = {{.fd = h->lfd, .events = POLLIN}, {.fd = h->stop_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = h->lfd, .events = POLLIN},
+                              {.fd = h->stop_pipe[0], .events = POLLIN}};
         int fd;
 
         if (poll(p, 2, -1) < 0 && errno != EINTR)
@@ -280,8 +286,14 @@ sc_hostile_t *sc_hostile_start(sc_mode_t mode)
     return h;
 }
 
-unsigned sc_hostile_port(const sc_hostile_t *h) { return h->port; }
-size_t sc_hostile_accepted(const sc_hostile_t *h) { return atomic_load(&h->accepted); }
+unsigned sc_hostile_port(const sc_hostile_t *h)
+{
+    return h->port;
+}
+size_t sc_hostile_accepted(const sc_hostile_t *h)
+{
+    return atomic_load(&h->accepted);
+}
 
 void sc_hostile_stop(sc_hostile_t *h)
 {

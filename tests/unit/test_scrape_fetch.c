@@ -160,16 +160,16 @@ static void test_haproxy_values_rates_keepalive(void **state)
 static void test_failure_reasons(void **state)
 {
     enum { OK_, REFUSED_, SILENT_, ENDLESS_, GARBAGE_, E500_, BADIP_, N };
-    ms_scrape_fetch_pod_t pods[N] = {
-        [OK_] = pod("good", hap[0].exporter_port), [REFUSED_] = pod("closed", refused),
-        [SILENT_] = pod("hung", sc_hostile_port(silent)),
-        [ENDLESS_] = pod("huge", sc_hostile_port(endless)),
-        [GARBAGE_] = pod("garbage", sc_hostile_port(garbage)),
-        [E500_] = pod("broken", sc_hostile_port(e500)),
-        [BADIP_] = {.uid = "noip", .ip = "not-an-ip"}};
+    ms_scrape_fetch_pod_t pods[N] = {[OK_] = pod("good", hap[0].exporter_port),
+                                     [REFUSED_] = pod("closed", refused),
+                                     [SILENT_] = pod("hung", sc_hostile_port(silent)),
+                                     [ENDLESS_] = pod("huge", sc_hostile_port(endless)),
+                                     [GARBAGE_] = pod("garbage", sc_hostile_port(garbage)),
+                                     [E500_] = pod("broken", sc_hostile_port(e500)),
+                                     [BADIP_] = {.uid = "noip", .ip = "not-an-ip"}};
     static const ms_scrape_fetch_reason_t want[N] = {
-        MS_SCRAPE_FETCH_OK,      MS_SCRAPE_FETCH_REFUSED, MS_SCRAPE_FETCH_TIMEOUT,
-        MS_SCRAPE_FETCH_TOO_BIG, MS_SCRAPE_FETCH_PARSE,   MS_SCRAPE_FETCH_HTTP_STATUS,
+        MS_SCRAPE_FETCH_OK,         MS_SCRAPE_FETCH_REFUSED, MS_SCRAPE_FETCH_TIMEOUT,
+        MS_SCRAPE_FETCH_TOO_BIG,    MS_SCRAPE_FETCH_PARSE,   MS_SCRAPE_FETCH_HTTP_STATUS,
         MS_SCRAPE_FETCH_BAD_ADDRESS};
     ms_scrape_fetch_result_t res[N];
     ms_scrape_fetch_summary_t sum;
@@ -210,10 +210,9 @@ static void test_failure_reasons(void **state)
  * the other would end the others after it. */
 static void test_slow_pod_does_not_delay_others(void **state)
 {
-    ms_scrape_fetch_pod_t pods[NHAP + 1] = {pod("a", hap[0].exporter_port),
-                                            pod("hung", sc_hostile_port(silent)),
-                                            pod("b", hap[1].exporter_port),
-                                            pod("c", hap[2].exporter_port)};
+    ms_scrape_fetch_pod_t pods[NHAP + 1] = {
+        pod("a", hap[0].exporter_port), pod("hung", sc_hostile_port(silent)),
+        pod("b", hap[1].exporter_port), pod("c", hap[2].exporter_port)};
     ms_scrape_fetch_result_t res[NHAP + 1];
     ms_scrape_fetch_summary_t sum;
     ms_scrape_fetcher_t *f = fetcher(1000, 0);
@@ -249,10 +248,10 @@ static void test_slow_pod_does_not_delay_others(void **state)
  * puts both hung pods in it), and the fifth stays NOT_READ. */
 static void test_deadline(void **state)
 {
-    ms_scrape_fetch_pod_t pods[5] = {pod("a", hap[0].exporter_port),
-                                     pod("hung-1", sc_hostile_port(silent)),
-                                     pod("hung-2", sc_hostile_port(silent)),
-                                     pod("b", hap[1].exporter_port), pod("c", hap[2].exporter_port)};
+    ms_scrape_fetch_pod_t pods[5] = {
+        pod("a", hap[0].exporter_port), pod("hung-1", sc_hostile_port(silent)),
+        pod("hung-2", sc_hostile_port(silent)), pod("b", hap[1].exporter_port),
+        pod("c", hap[2].exporter_port)};
     ms_scrape_fetch_result_t res[5];
     ms_scrape_fetch_summary_t sum;
     ms_scrape_fetcher_t *f = fetcher(5000, 0);
@@ -273,7 +272,7 @@ static void test_deadline(void **state)
     assert_int_equal(sum.sample, 4);
     for (size_t i = 0; i < 4; i++)
         expect_reason(&res[order[i]], order[i] == 1 || order[i] == 2 ? MS_SCRAPE_FETCH_DEADLINE
-                                                                      : MS_SCRAPE_FETCH_OK);
+                                                                     : MS_SCRAPE_FETCH_OK);
     expect_reason(&res[order[4]], MS_SCRAPE_FETCH_NOT_READ);
     assert_int_equal(sum.attempted, 4);
     ms_scrape_rates_cleanup(&rates);
