@@ -10,7 +10,8 @@
 #                   (e2e/lab/load/check.sh; needs no cluster, so it runs here,
 #                   not in the lab suite)
 #   fuzz            each libFuzzer target for FUZZ_SECONDS (default 30)
-#   bench           bench/engine and bench/budget figures (printed, not asserted)
+#   bench           bench/engine, bench/budget and bench/scrape_fetch (direct reads
+#                   of 16 and 100 real HAProxy exporters) figures (printed, not asserted)
 #   chart           the Helm chart: lint, templates, schema refusals, manifests
 #                   rendered from it, dashboard and alert series (tests/chart)
 #   e2e-smoke       the local one-node cluster (control plane, node, metrics-server,
@@ -207,7 +208,9 @@ fuzz() { FUZZ_SECONDS="${FUZZ_SECONDS:-30}" bash tests/fuzz/run.sh; }
 bench() {
   build build-release Release || return 1
   build-release/bench_engine 100000 20 &&
-    build-release/bench_budget
+    build-release/bench_budget &&
+    build-release/bench_scrape_fetch --pods 16 &&
+    build-release/bench_scrape_fetch --pods 100
 }
 
 e2e_smoke() {
