@@ -32,15 +32,29 @@ static char dir[] = "/tmp/ms-scrape-fetch-XXXXXX";
 static sc_haproxy_t hap[NHAP];
 static sc_hostile_t *silent, *endless, *garbage, *e500;
 static unsigned refused;
+/* One more HAProxy serving its exporter on 12 loopback addresses
+ * (127.0.1.1-12): twelve pods for the sample test. Started here, not in the
+ * test, so a failing check (cmocka jumps out of the test) still stops it. */
+enum { MANY_PODS = 20, MANY_GOOD = 12 };
+static sc_haproxy_t many;
+static char many_ips[MANY_PODS][16];
+
+static int teardown_all(void **state);
 
 static int setup_all(void **state)
 {
     static const unsigned smax[NHAP] = {10, 20, 30};
+    const char *addrs[MANY_GOOD];
     char name[32];
 
     (void)state;
     if (mkdtemp(dir) == NULL)
         return -1;
+    for (int i = 0; i < MANY_PODS; i++) {
+        snprintf(many_ips[i], sizeof many_ips[i], "127.0.1.%u", (unsigned)(i + 1) % 256u);
+        if (i < MANY_GOOD)
+            addrs[i] = many_ips[i];
+    }
     silent = sc_hostile_start(SC_SILENT);
     endless = sc_hostile_start(SC_ENDLESS);
     garbage = sc_hostile_start(SC_GARBAGE);
@@ -48,12 +62,16 @@ static int setup_all(void **state)
     refused = sc_refused_port();
     for (int i = 0; i < NHAP; i++) {
         snprintf(name, sizeof name, "pod%d", i);
-        if (!sc_haproxy_start(&hap[i], dir, name, NULL, 0, sc_hostile_port(silent), smax[i])) {
-            fprintf(stderr, "haproxy %s did not start (see %s)\n", name, dir);
-            return -1;
-        }
+        if (!sc_haproxy_start(&hap[i], dir, name, NULL, 0, sc_hostile_port(silent), smax[i]))
+            goto fail;
     }
+    if (!sc_haproxy_start(&many, dir, "many", addrs, MANY_GOOD, sc_hostile_port(silent), 50))
+        goto fail;
     return ms_http_global_init() == MS_OK ? 0 : -1;
+fail: /* cmocka runs no teardown after a failed setup */
+    fprintf(stderr, "haproxy did not start (see the logs in %s)\n", dir);
+    teardown_all(state);
+    return -1;
 }
 
 static int teardown_all(void **state)
@@ -63,6 +81,7 @@ static int teardown_all(void **state)
     (void)state;
     for (int i = 0; i < NHAP; i++)
         sc_haproxy_stop(&hap[i]);
+    sc_haproxy_stop(&many);
     sc_hostile_stop(silent);
     sc_hostile_stop(endless);
     sc_hostile_stop(garbage);
@@ -307,32 +326,25 @@ static void keepalive_all(const ms_scrape_fetch_pod_t *pods, size_t n)
 /* 20 pods: the sample is 9, read in the seed's order; each refused pod of
  * the order is replaced by the next, so 9 answer, the first `attempted` of
  * the order were tried and the rest are NOT_READ. The pods are 20 loopback
- * addresses: 12 served by one more HAProxy, 8 with nothing listening.
+ * addresses: 12 served by `many`, 8 with nothing listening.
  * Then the 12 served ones, all read twice, on kept connections. */
 static void test_sample_and_replacement(void **state)
 {
-    enum { N = 20, GOOD = 12 };
-    char ips[N][16], uids[N][16], err[MS_ERRBUF_SIZE];
-    const char *addrs[GOOD];
+    enum { N = MANY_PODS, GOOD = MANY_GOOD };
+    char uids[N][16], err[MS_ERRBUF_SIZE];
     ms_scrape_fetch_pod_t pods[N];
     ms_scrape_fetch_result_t res[N];
     ms_scrape_fetch_summary_t sum;
     ms_scrape_fetcher_t *f = fetcher(0, 0);
     ms_scrape_rates_t rates;
     size_t order[N], refused_in_prefix = 0, want_attempted = 0, ok = 0;
-    sc_haproxy_t many;
 
     (void)state;
     for (int i = 0; i < N; i++) {
-        snprintf(ips[i], sizeof ips[i], "127.0.1.%u", (unsigned)(i + 1) % 256u);
         snprintf(uids[i], sizeof uids[i], "uid-%u", (unsigned)i % 1000u);
-        if (i < GOOD)
-            addrs[i] = ips[i];
+        pods[i] =
+            (ms_scrape_fetch_pod_t){.uid = uids[i], .ip = many_ips[i], .port = many.exporter_port};
     }
-    if (!sc_haproxy_start(&many, dir, "many", addrs, GOOD, sc_hostile_port(silent), 50))
-        fail_msg("haproxy on 12 addresses did not start");
-    for (int i = 0; i < N; i++)
-        pods[i] = (ms_scrape_fetch_pod_t){.uid = uids[i], .ip = ips[i], .port = many.exporter_port};
     ms_scrape_rates_init(&rates);
     assert_int_equal(ms_scrape_fetch_read(f, ms_scrape_preset(MS_SCRAPE_PROXY_HAPROXY), pods, N, 42,
                                           100.0, 0, &rates, res, &sum, err, sizeof err),
@@ -354,7 +366,6 @@ static void test_sample_and_replacement(void **state)
     ms_scrape_rates_cleanup(&rates);
     ms_scrape_fetcher_free(f);
     keepalive_all(pods, GOOD);
-    sc_haproxy_stop(&many);
 }
 
 /* No pods: nothing read, nothing wanted, no error. */
