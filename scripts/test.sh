@@ -10,7 +10,8 @@
 #                   (e2e/lab/load/check.sh; needs no cluster, so it runs here,
 #                   not in the lab suite)
 #   fuzz            each libFuzzer target for FUZZ_SECONDS (default 30)
-#   bench           bench/engine and bench/budget figures (printed, not asserted)
+#   bench           bench/engine, bench/budget and bench/scrape_fetch (direct reads
+#                   of 16 and 100 real HAProxy exporters) figures (printed, not asserted)
 #   chart           the Helm chart: lint, templates, schema refusals, manifests
 #                   rendered from it, dashboard and alert series (tests/chart)
 #   e2e-smoke       the local one-node cluster (control plane, node, metrics-server,
@@ -95,14 +96,14 @@ build() { # build DIR TYPE [cmake args...]
 }
 
 # The fewest tests each label of the unit+scenarios suite may run, set just
-# under the counts of December 2026 (unit 47 with the lint.* and shell.* checks and
-# test_scrape,
+# under the counts of December 2026 (unit 50 with the lint.* and shell.* checks,
+# test_scrape and test_scrape_fetch,
 # scenario 83 with the round scenarios of tests/scenarios/rounds and their
 # refusals, shared-scenario 16: the scenarios of ../shared/scenarios). A label
 # that matched nothing, a glob that found no files or a folder that went
 # missing fails here instead of passing with fewer tests; raise a floor when
 # its label grows.
-declare -A test_floor=([unit]=46 [scenario]=82 [shared-scenario]=15)
+declare -A test_floor=([unit]=49 [scenario]=82 [shared-scenario]=15)
 
 # check_test_counts LOG: each label's count from ctest's "Label Time Summary"
 # against its floor. The shared scenarios are a skip outside CI when
@@ -209,7 +210,9 @@ fuzz() { FUZZ_SECONDS="${FUZZ_SECONDS:-30}" bash tests/fuzz/run.sh; }
 bench() {
   build build-release Release || return 1
   build-release/bench_engine 100000 20 &&
-    build-release/bench_budget
+    build-release/bench_budget &&
+    build-release/bench_scrape_fetch --pods 16 &&
+    build-release/bench_scrape_fetch --pods 100
 }
 
 e2e_smoke() {

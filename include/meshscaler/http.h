@@ -134,8 +134,17 @@ ms_err_t ms_http_do(ms_http_client_t *client, const ms_http_request_t *req,
 typedef struct ms_http_batch ms_http_batch_t;
 
 ms_http_batch_t *ms_http_batch_new(ms_http_client_t *client, size_t max_in_flight);
+/* Keep up to n idle connections open between runs (CURLMOPT_MAXCONNECTS).
+ * Without it libcurl keeps 4 per transfer still in the batch, so as a run
+ * winds down it closes most of what it opened: a batch reused to read the
+ * same many servers again (scrape_fetch.h) sets it to their number. */
+void ms_http_batch_keep_connections(ms_http_batch_t *batch, size_t n);
 void ms_http_batch_free(ms_http_batch_t *batch);
-/* Queue a request; MS_OK (out of memory aborts, as xalloc.h says). */
+/* Queue a request; MS_OK (out of memory aborts, as xalloc.h says). May be
+ * called from an on_done callback while the batch runs (a failed read
+ * replaced by another, scrape_fetch.h): the request then joins this run,
+ * group 0 only (MS_ERR_INVALID otherwise: the fair shares were counted when
+ * the run started). */
 ms_err_t ms_http_batch_add(ms_http_batch_t *batch, const ms_http_request_t *req,
                            ms_http_response_t *resp);
 /* Run every queued request to completion; each response gets its own err.

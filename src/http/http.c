@@ -589,8 +589,12 @@ struct ms_http_batch {
     ms_http_client_t *client;
     CURLM *multi;
     size_t max_in_flight;
-    transfer_t *items;
+    /* One allocation per transfer: libcurl holds a pointer to each
+     * (CURLOPT_PRIVATE), so growing the array while a run goes on (a request
+     * added from on_done) must not move them. */
+    transfer_t **items;
     size_t n, cap;
+    bool running; /* inside ms_http_batch_run_until */
 };
 
 ms_http_batch_t *ms_http_batch_new(ms_http_client_t *client, size_t max_in_flight)
@@ -609,12 +613,19 @@ ms_http_batch_t *ms_http_batch_new(ms_http_client_t *client, size_t max_in_fligh
     return b;
 }
 
+void ms_http_batch_keep_connections(ms_http_batch_t *b, size_t n)
+{
+    curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long)n);
+}
+
 void ms_http_batch_free(ms_http_batch_t *b)
 {
     if (b == NULL)
         return;
-    for (size_t i = 0; i < b->n; i++)
-        transfer_free(&b->items[i]);
+    for (size_t i = 0; i < b->n; i++) {
+        transfer_free(b->items[i]);
+        free(b->items[i]);
+    }
     curl_multi_cleanup(b->multi);
     free(b->items);
     free(b);
@@ -622,11 +633,17 @@ void ms_http_batch_free(ms_http_batch_t *b)
 
 ms_err_t ms_http_batch_add(ms_http_batch_t *b, const ms_http_request_t *req, ms_http_response_t *resp)
 {
+    transfer_t *t;
+
+    /* The fair shares are counted when the run starts: a request added
+     * during it (from on_done) has no group to count it in. */
+    if (b->running && req->group != 0)
+        return MS_ERR_INVALID;
+    t = ms_xcalloc(1, sizeof *t);
+    t->req = req;
+    t->resp = resp;
     b->items = ms_xgrow(b->items, &b->cap, b->n + 1, sizeof *b->items);
-    memset(&b->items[b->n], 0, sizeof b->items[0]);
-    b->items[b->n].req = req;
-    b->items[b->n].resp = resp;
-    b->n++;
+    b->items[b->n++] = t;
     return MS_OK;
 }
 
@@ -642,7 +659,7 @@ static size_t batch_abort(ms_http_batch_t *b, ms_err_t err, const char *why)
     size_t n = 0;
 
     for (size_t i = 0; i < b->n; i++) {
-        transfer_t *t = &b->items[i];
+        transfer_t *t = b->items[i];
         if (t->easy != NULL)
             curl_multi_remove_handle(b->multi, t->easy);
         else if (t->finished)
@@ -672,12 +689,14 @@ static void fair_init(fair_t *f, const ms_http_batch_t *b)
 {
     memset(f, 0, sizeof *f);
     for (size_t i = 0; i < b->n; i++)
-        if (b->items[i].req->group >= f->ngroups)
-            f->ngroups = b->items[i].req->group + 1;
+        if (b->items[i]->req->group >= f->ngroups)
+            f->ngroups = b->items[i]->req->group + 1;
+    if (f->ngroups == 0)
+        f->ngroups = 1; /* group 0 is counted in running[0], even when added later */
     f->left = ms_xcalloc(f->ngroups, sizeof *f->left);
     f->running = ms_xcalloc(f->ngroups, sizeof *f->running);
     for (size_t i = 0; i < b->n; i++) {
-        size_t g = b->items[i].req->group;
+        size_t g = b->items[i]->req->group;
         if (g > 0 && f->left[g]++ == 0)
             f->active++;
     }
@@ -697,10 +716,10 @@ static transfer_t *fair_next(const ms_http_batch_t *b, fair_t *f)
 
     if (share == 0)
         share = 1;
-    while (f->first < b->n && b->items[f->first].started)
+    while (f->first < b->n && b->items[f->first]->started)
         f->first++;
     for (size_t i = f->first; i < b->n; i++) {
-        transfer_t *t = &b->items[i];
+        transfer_t *t = b->items[i];
         size_t g = t->req->group;
         if (!t->started && (g == 0 || f->running[g] < share))
             return t;
@@ -724,6 +743,31 @@ static void fair_ended(fair_t *f, const transfer_t *t, bool was_running)
         f->active--;
 }
 
+/* Keep at most max_in_flight transfers going, each group within its
+ * share; one that cannot start ends (and counts as done) at once. */
+static void batch_start(ms_http_batch_t *b, fair_t *fair, size_t *running, size_t *done)
+{
+    transfer_t *t;
+
+    while (*running < b->max_in_flight && (t = fair_next(b, fair)) != NULL) {
+        ms_err_t serr = setup(b->client, t, true);
+
+        fair_started(fair, t);
+        if (serr == MS_OK && curl_multi_add_handle(b->multi, t->easy) == CURLM_OK) {
+            (*running)++;
+            continue;
+        }
+        fair_ended(fair, t, true);
+        t->resp->err = ms_errf(t->resp->error, sizeof t->resp->error,
+                               serr != MS_OK ? serr : MS_ERR_IO, "%s %s: cannot start the request",
+                               t->req->method ? t->req->method : "GET", t->req->url);
+        transfer_free(t);
+        t->finished = true;
+        batch_done(t);
+        (*done)++;
+    }
+}
+
 ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atomic_bool *stop)
 {
     size_t running = 0, done = 0;
@@ -731,6 +775,7 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
     fair_t fair;
 
     fair_init(&fair, b);
+    b->running = true;
     while (done < b->n) {
         transfer_t *t;
         /* With a stop flag, look at it ten times a second: shutdown must
@@ -752,26 +797,7 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
                 wait_ms = (int)(left * 1000) + 1;
         }
 
-        /* Keep at most max_in_flight transfers going, each group within
-         * its share. */
-        while (running < b->max_in_flight && (t = fair_next(b, &fair)) != NULL) {
-            ms_err_t serr = setup(b->client, t, true);
-
-            fair_started(&fair, t);
-            if (serr == MS_OK && curl_multi_add_handle(b->multi, t->easy) == CURLM_OK) {
-                running++;
-                continue;
-            }
-            fair_ended(&fair, t, true);
-            t->resp->err = ms_errf(t->resp->error, sizeof t->resp->error,
-                                   serr != MS_OK ? serr : MS_ERR_IO,
-                                   "%s %s: cannot start the request",
-                                   t->req->method ? t->req->method : "GET", t->req->url);
-            transfer_free(t);
-            t->finished = true;
-            batch_done(t);
-            done++;
-        }
+        batch_start(b, &fair, &running, &done);
         if (curl_multi_perform(b->multi, &still) != CURLM_OK) {
             err = MS_ERR_IO;
             break;
@@ -800,6 +826,9 @@ ms_err_t ms_http_batch_run_until(ms_http_batch_t *b, double deadline, const atom
     /* On a batch failure, whatever has not ended is torn down. */
     batch_abort(b, MS_ERR_IO, "batch aborted");
     fair_cleanup(&fair);
+    for (size_t i = 0; i < b->n; i++)
+        free(b->items[i]);
     b->n = 0;
+    b->running = false;
     return err;
 }
