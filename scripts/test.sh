@@ -243,8 +243,10 @@ integration() (
   rc=0
   for runner in tests/integration/*/run.sh; do
     echo "--- $runner"
+    t=$SECONDS
     bash "$runner"
     status=$?
+    echo "--- $runner: exit $status in $((SECONDS - t)) s"
     case $status in
       0) ;;
       77) skipped_here "$runner" || rc=1 ;;
@@ -267,10 +269,12 @@ suite integration integration
 # The lab's scenarios one after the other (each brings the node up and down: it is
 # a machine singleton); both run, and the suite fails if one did.
 lab() {
-  local rc=0 scenario
+  local rc=0 scenario t
   for scenario in blind-vs-aware retry-storm edge-flows shared-edge; do
     echo "--- e2e/lab/$scenario.sh --short"
+    t=$SECONDS
     bash "e2e/lab/$scenario.sh" --short || { echo "lab: $scenario failed"; rc=1; }
+    echo "--- e2e/lab/$scenario.sh: $((SECONDS - t)) s"
   done
   return $rc
 }
