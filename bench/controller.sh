@@ -67,7 +67,8 @@
 # never decided; every 15 s from its start (WINDOWS periods) it prints decisions,
 # Prometheus queries and their evaluation time, controller CPU and RSS, its scale,
 # status and Event requests, scale writes landed and how long after the first round
-# began the last of them landed, Events dropped.
+# began the last of them landed, the longest from a decision to its write (the "scaled"
+# log line's after_decision) among the writes of the period, Events dropped.
 #
 # Builds Release into $MS_BENCH_BUILD (default build-bench) from this tree; or
 # BENCH_BINARY=PATH runs that meshscaler binary as it is (another branch's build).
@@ -533,28 +534,32 @@ ctl_labels() {
       sub(".*[{,]" l "=\"", "", v); sub(/".*/, "", v); s[v] += $NF
     } END { for (x in s) print x, s[x] }' "$work/ctl.txt" | sort
 }
-# scaled_log T0 T1: "count last" of the controller's "scaled" lines (one per scale write
-# that landed; its own time stamp) up to T1 (the period's end), last = seconds after T0
-# (epoch) of the latest. T0 is
+# scaled_log T0 T1 TP: "count last lag" of the controller's "scaled" lines (one per scale
+# write that landed; its own time stamp) up to T1 (the period's end), last = seconds after
+# T0 (epoch) of the latest, lag = the longest after_decision (from the worker's decision
+# to the write's answer) of the lines after TP (the period's start; "-": none). T0 is
 # when the caches synced: the first round, which decides every object that asks for
 # more, begins then (its decisions are made within "every object decided once").
 scaled_log() {
-  python3 - "$work/masschange.err" "$1" "$2" <<'PY'
+  python3 - "$work/masschange.err" "$1" "$2" "$3" <<'PY'
 import json, sys, datetime
-n, last = 0, None
+n, last, lag = 0, None, None
 for line in open(sys.argv[1], errors="replace"):
     if '"msg":"scaled"' not in line:
         continue
     try:
-        ts = json.loads(line)["ts"]
+        j = json.loads(line)
     except ValueError:
         continue
-    t = datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+    t = datetime.datetime.strptime(j["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
     if t > float(sys.argv[3]):
         continue
     n += 1
     last = t if last is None or t > last else last
-print(n, "-" if last is None else f"{last - float(sys.argv[2]):.1f}")
+    a = j.get("after_decision")
+    if t > float(sys.argv[4]) and a is not None:
+        lag = a if lag is None or a > lag else lag
+print(n, "-" if last is None else f"{last - float(sys.argv[2]):.1f}", "-" if lag is None else f"{lag:.1f}")
 PY
 }
 run_masschange() {
@@ -617,7 +622,7 @@ run_masschange() {
     d1=$(ctl_metric meshscaler_decisions_total); r1=$(ctl_metric meshscaler_round_duration_seconds_count)
     w1=$(ctl_metric meshscaler_scales_total); e1=$(ctl_metric meshscaler_events_dropped_total)
     mq1=$(ctl_metric meshscaler_prometheus_queries_total); queued=$(ctl_metric meshscaler_status_writes_queued)
-    scaled=$(scaled_log "${t_synced:-$t_start}" "$t_now")
+    scaled=$(scaled_log "${t_synced:-$t_start}" "$t_now" "$t_prev")
     python3 - "$w" "$d0" "$d1" "$r0" "$r1" "$q0" "$q1" "$qs0" "$qs1" "$c0" "$c1" "$w0" "$w1" "$e0" "$e1" "$mq0" "$mq1" \
       "$(rss_mib "$pid")" "$scaled" "$half" "$queued" "$t_start" "${t_synced:-}" "${t_first:-}" "$t_prev" "$t_now" <<'PY'
 import sys
@@ -625,7 +630,7 @@ a = sys.argv
 w = a[1]
 f = [float(x or 0) for x in a[2:18]]
 d, r, q, qs, c, wr, ev, mq = (f[i + 1] - f[i] for i in range(0, 16, 2))
-n_scaled, last = a[19].split()
+n_scaled, last, lag = a[19].split()
 t_start, t_synced, t_first = float(a[22]), a[23], a[24]
 extra = ""
 if w == "1":
@@ -634,7 +639,8 @@ if w == "1":
 span = f"{float(a[25]) - t_start:.1f}-{float(a[26]) - t_start:.1f} s"
 print(f"  period {w} ({span}){extra}: {d:.0f} decisions in {r:.0f} rounds, "
       f"Prometheus queries {q:.0f} ({qs:.2f} s of evaluation; meshscaler sent {mq:.0f}), controller CPU {c:.2f} s, RSS {a[18]}, "
-      f"scale writes {wr:.0f} (landed so far {n_scaled} of {a[20]}; the last {last} s after the first round began), "
+      f"scale writes {wr:.0f} (landed so far {n_scaled} of {a[20]}; the last {last} s after the first round began; "
+      f"the longest from decision to write in this period {lag} s), "
       f"status writes queued {float(a[21]):.0f}, Events dropped {ev:.0f}")
 PY
     say "     decisions by reason: $(diff_api <(sed 's/^/r /' "$work/reasons.0") <(sed 's/^/r /' "$work/reasons.1") | sed 's/r //g')"

@@ -16,9 +16,9 @@ def field(pattern, line, default="-"):
 def main():
     lines = open(sys.argv[1], errors="replace").read().splitlines()
     print("| period (s after start) | decisions (rounds) | Prometheus queries (evaluation) | sent by meshscaler "
-          "| controller CPU | RSS | scale writes (landed so far) | status patches | Events POSTed (all clients) "
-          "| status writes queued | Events dropped | load (1 min) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| controller CPU | RSS | scale writes (landed so far) | longest decision to write "
+          "| status patches | Events POSTed (all clients) | status writes queued | Events dropped | load (1 min) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i, line in enumerate(lines):
         m = re.match(r"  period (\d+) \(([\d.]+)-([\d.]+) s\)", line)
         if not m:
@@ -38,6 +38,8 @@ def main():
             f(r"controller CPU ([\d.]+) s") + " s",
             f(r"RSS (\d+) MiB") + " MiB",
             "%s (%s)" % (f(r"scale writes (\d+)"), f(r"landed so far (\d+)")),
+            # (runs before the after_decision field have no such figure: "-")
+            (lambda v: v if v == "-" else v + " s")(f(r"decision to write in this period ([\d.]+|-) s")),
             f(r"patch_status (\d+)", ops, "0"),
             f(r"events POST (\d+)", api),
             f(r"status writes queued (\d+)"),

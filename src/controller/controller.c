@@ -112,10 +112,25 @@ static long long generation(const cJSON *obj)
     return cJSON_IsNumber(g) ? (long long)g->valuedouble : 0;
 }
 
+/* The object's annotations; NULL when it has none (absent or an empty map). */
 static const cJSON *annotations(const cJSON *obj)
 {
-    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                            "annotations");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "annotations");
+
+    return cJSON_IsObject(a) && a->child != NULL ? a : NULL;
+}
+
+bool ms__update_syncs_nothing(const cJSON *obj, const cJSON *old)
+{
+    const cJSON *a = annotations(obj), *b = annotations(old);
+
+    if (obj == NULL || old == NULL || generation(obj) != generation(old))
+        return false;
+    /* cJSON_Compare calls two absent maps different (false when either is
+     * NULL): an object created without annotations (kubectl create, a
+     * controller, issue 28's 10,000) was synced again on each status write. */
+    return a == NULL ? b == NULL : b != NULL && cJSON_Compare(a, b, true);
 }
 
 static void kick_key(void *ctx, const char *key) { ms__kick(ctx, key); }
@@ -166,8 +181,7 @@ static void on_mas(void *ctx, ms_kube_change_t change, const cJSON *obj, const c
     if (change != MS_KUBE_DELETED)
         ms__objects_note(&c->objects, key, obj, c->cfg.user_queries);
     note_budgets(c, key, change == MS_KUBE_DELETED);
-    if (change == MS_KUBE_UPDATED && old != NULL && generation(obj) == generation(old) &&
-        cJSON_Compare(annotations(obj), annotations(old), true))
+    if (change == MS_KUBE_UPDATED && ms__update_syncs_nothing(obj, old))
         return;
     /* A new, changed or deleted spec: the autoscalers on its old and new
      * target may (no longer) conflict with it. */

@@ -759,6 +759,13 @@ bool ms__grid_round_is_now(double due, double grid, double last_round);
  * catch-up round, which runs once `now` reaches catchup_after. */
 bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double catchup_after);
 
+/* Whether an update of a MeshAutoscaler (obj, its predecessor old) leaves
+ * what a sync reads as it was: the same generation (spec) and annotations
+ * (pausing), none on both sides counting as the same. Such an update, the
+ * controller's own status write mostly, makes nothing due (the grid brings
+ * the next sync). False when either is NULL. */
+bool ms__update_syncs_nothing(const cJSON *obj, const cJSON *old);
+
 /* Whether /healthz passes; the rule is told with its constants (LIVENESS_*)
  * in controller.c. Monotonic seconds: due_since, since when keys have been
  * due (0: none); progress, the last finished round or sync; now. */

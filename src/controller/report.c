@@ -238,8 +238,13 @@ static void report_decision(ms_controller_t *c, ms__item_t *it)
         else
             ms_errf(message, sizeof message, MS_OK, "New size: %d; reason: %s", (int)it->desired,
                     it->explanation);
+        /* after_decision: from the worker's decision to the write's answer (a
+         * scale writer's queue and token wait, 409s decided again included):
+         * what issue 28's "every scale write within 15 s of its decision"
+         * reads (bench/controller.sh masschange). */
         MS_LOG_INFO("scaled", MS_S("object", it->key), MS_I("from", it->d.current_replicas),
                     MS_I("to", it->desired), MS_S("reason", ms_reason_name(it->d.reason)),
+                    MS_D("after_decision", ms_clock_monotonic() - it->started),
                     MS_S("message", it->explanation));
         event(c, it, "Normal", "SuccessfulRescale", message);
     } else {

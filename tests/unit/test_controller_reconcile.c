@@ -84,6 +84,38 @@ static void test_early_syncs_join_the_next_round(void **state)
     assert_false(ms__round_runs(0, 0, true, 1016, 0));
 }
 
+/* Which MeshAutoscaler updates sync nothing: status-only ones, with
+ * annotations on both sides or on neither (issue 28's objects had none). */
+static void test_status_only_updates_sync_nothing(void **state)
+{
+    static const char *const cases[][3] = {
+        /* new, old, "1": syncs nothing */
+        {"{\"metadata\":{\"generation\":1,\"resourceVersion\":\"2\"},\"status\":{\"x\":1}}",
+         "{\"metadata\":{\"generation\":1,\"resourceVersion\":\"1\"}}", "1"},
+        {"{\"metadata\":{\"generation\":1,\"annotations\":{}}}", "{\"metadata\":{\"generation\":1}}", "1"},
+        {"{\"metadata\":{\"generation\":3,\"annotations\":{\"a\":\"1\"}}}",
+         "{\"metadata\":{\"generation\":3,\"annotations\":{\"a\":\"1\"}}}", "1"},
+        {"{\"metadata\":{\"generation\":2}}", "{\"metadata\":{\"generation\":1}}", "0"},
+        {"{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}", "{\"metadata\":{\"generation\":1}}", "0"},
+        {"{\"metadata\":{\"generation\":1}}", "{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}", "0"},
+        {"{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"2\"}}}",
+         "{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}", "0"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *a = cJSON_Parse(cases[i][0]), *b = cJSON_Parse(cases[i][1]);
+
+        assert_non_null(a);
+        assert_non_null(b);
+        if (ms__update_syncs_nothing(a, b) != (cases[i][2][0] == '1'))
+            fail_msg("case %zu: %s after %s", i, cases[i][0], cases[i][1]);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    assert_false(ms__update_syncs_nothing(NULL, NULL));
+}
+
 static void test_only_applied_scales_are_events(void **state)
 {
     ms_spec_t spec;
@@ -466,6 +498,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_next_sync_is_aligned),
         cmocka_unit_test(test_early_syncs_join_the_next_round),
+        cmocka_unit_test(test_status_only_updates_sync_nothing),
         cmocka_unit_test(test_only_applied_scales_are_events),
         cmocka_unit_test(test_pods_only_when_needed),
         cmocka_unit_test(test_pod_index_newest_ready),

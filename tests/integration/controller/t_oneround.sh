@@ -5,7 +5,11 @@
 #
 #   own status   the first sync of `own` (and of the 3 others) writes its
 #                status (the API server's resourceVersion moves, the watch
-#                delivers the update); from the start to 12 s after, the
+#                delivers the update); `own` has no annotations at all
+#                (created, not applied: issue 28's objects were, and 088ec39
+#                re-synced such an object on each of its status writes: its
+#                filter compared two absent annotations as different); from
+#                the start to 12 s after, the
 #                controller syncs each object once
 #                (meshscaler_sync_duration_seconds_count: 4) in one round
 #                (meshscaler_round_duration_seconds_count: 1);
@@ -21,7 +25,7 @@
 #                second (--kube-api-qps 2): as 5,000 scale writes and 10,000
 #                status writes did at 300 per second in issue 28, the writes
 #                take longer than a period to drain. The scale writes go first:
-#                the 16 land within 16 / 2 = 7.5 s of the first (3 s spare);
+#                the 16 land within 16 / 2 = 7.5 s of the first (3 s spare),
 #                today's main shared the rate with the status writes and Events
 #                and took 16.5 s. The rounds and queries meanwhile are printed.
 #
@@ -40,6 +44,14 @@
 #                here the retry writes 2 -> 3 within 20 s, and its scale
 #                counter and SuccessfulRescale Events say 1 scale.
 #
+# 'small' and 'slow' print the longest time from a decision to its write
+# (the `scaled` line's after_decision) without a bound: a write that waits
+# past the 5 s period goes stale and is decided again, so in 'slow' it stays
+# near one admission (3.0 s with a worker per write, 4.3 s with the
+# writers); in 'small' the first write lands 11.4 s after its decision and
+# the last 18.9 s (0762102): at 2 requests a second something takes ~23
+# tokens first (409s re-read and written again? not found out yet).
+#
 # The first two read the controller's own counters, which count every round
 # and every sync; the others its log's `scaled` lines, the webhook's log and
 # the API server's objects. The figures are printed.
@@ -52,8 +64,9 @@ one_rounds() { one_metric "$1" '^meshscaler_round_duration_seconds_count'; }
 one_observed() { # NS NAME : its status observed the current generation
   [[ "$(jget "$1" mas "$2" '{.status.observedGeneration}')" == "$(jget "$1" mas "$2" '{.metadata.generation}')" ]]
 }
-one_mas() { # NS NAME LOAD_QUERY_WORKLOAD : the BEH_Q MeshAutoscaler on Deployment NAME
-  k apply -n "$1" -f - >/dev/null <<YAML
+one_mas() { # NS NAME [MAX [VERB]] : the MeshAutoscaler on Deployment NAME (VERB: apply, or
+  # create: no kubectl.kubernetes.io/last-applied-configuration, so no annotations at all)
+  k "${4:-apply}" -n "$1" -f - >/dev/null <<YAML
 apiVersion: autoscaling.meshscaler.io/v1alpha1
 kind: MeshAutoscaler
 metadata: {name: $2}
@@ -75,7 +88,10 @@ test_oneround() {
   deployment "$ns" own 2
   for n in e1 e2 e3; do deployment "$ns" "$n" 2; series_set test_load "$ns" "$n" 20; done
   set_and_wait test_load "$ns" own 20 || { fail "oneround: series not in Prometheus"; return; }
-  one_mas "$ns" own
+  # own has no annotations (created, as by a controller or `kubectl create`), the
+  # others one (kubectl apply's): a watch event whose object and predecessor both
+  # lack annotations is a status-only update too.
+  one_mas "$ns" own 20 create
   for n in e1 e2 e3; do one_mas "$ns" "$n"; done
   rv0="$(rv "$ns" mas own)"
   ctl_start oneround "$RESTRICTED" --namespace "$ns" --sync-period 300s || { fail "oneround: controller not ready"; return; }
@@ -119,13 +135,14 @@ one_all_at() { # NS N REPLICAS : the N Deployments m1..mN all have REPLICAS
   for i in $(seq 1 "$2"); do is_replicas "$1" "m$i" "$3" || return 1; done
 }
 
-# one_span FILE [PREFIX] : "N SECONDS": how many `scaled` lines the
-# controller's JSON log holds (of objects whose key starts with PREFIX), and
-# the seconds from the first to the last.
+# one_span FILE [PREFIX] : "N SECONDS LAG": how many `scaled` lines the
+# controller's JSON log holds (of objects whose key starts with PREFIX), the
+# seconds from the first to the last, and the longest after_decision of them
+# (from the worker's decision to the write's answer).
 one_span() {
   python3 - "$1" "${2:-}" <<'PY'
 import datetime, json, sys
-ts = []
+ts, lag = [], []
 for line in open(sys.argv[1]):
     try:
         j = json.loads(line)
@@ -133,7 +150,8 @@ for line in open(sys.argv[1]):
         continue
     if j.get("msg") == "scaled" and j.get("object", "").startswith(sys.argv[2]):
         ts.append(datetime.datetime.strptime(j["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp())
-print(len(ts), "%.1f" % (max(ts) - min(ts) if ts else 0))
+        lag.append(j.get("after_decision", float("inf")))
+print(len(ts), "%.1f" % (max(ts) - min(ts) if ts else 0), "%.1f" % (max(lag) if lag else 0))
 PY
 }
 
@@ -149,8 +167,8 @@ one_small() {
   r0="$(one_rounds small)"
   if ! wait_for 60 one_all_at "$ns" $n 4; then fail "oneround: small: not every Deployment reached 4 in 60 s"; ctl_stop small; return; fi
   r1="$(one_rounds small)"
-  read -r nscaled span < <(one_span "${CTL_ERR[small]}")
-  note "oneround: small: rounds $r0 -> $r1, stale observations $(one_metric small '^meshscaler_stale_observations_total'), Prometheus queries $(one_metric small '^meshscaler_prometheus_queries_total'), $nscaled scale writes in $span s"
+  read -r nscaled span lag < <(one_span "${CTL_ERR[small]}")
+  note "oneround: small: rounds $r0 -> $r1, stale observations $(one_metric small '^meshscaler_stale_observations_total'), Prometheus queries $(one_metric small '^meshscaler_prometheus_queries_total'), $nscaled scale writes in $span s, the last $lag s after its decision"
   if [[ "$nscaled" == "$n" ]] && fle "$span" 10.5; then
     ok "oneround: small: the $n scale writes landed within $span s of the first at 2 requests a second (7.5 s at best; want at most 10.5)"
   else fail "oneround: small: $nscaled scale writes over $span s at 2 requests a second (want $n within 10.5 s: status writes and Events go after them)"; fi
@@ -185,8 +203,8 @@ YAML
   ctl_start slow "$RESTRICTED" --namespace "$ns" --sync-period 5s --concurrent-syncs 2 \
     --kube-api-qps 50 --kube-api-burst 50 || { fail "oneround: slow: controller not ready"; beh_webhook_stop; return; }
   if ! wait_for 60 one_all_at "$ns" $n 4; then fail "oneround: slow: not every Deployment reached 4 in 60 s"; fi
-  read -r nscaled span < <(one_span "${CTL_ERR[slow]}" "$ns/m")
-  note "oneround: slow: $nscaled scale writes in $span s (each admitted after 3 s, 2 workers), stale observations $(one_metric slow '^meshscaler_stale_observations_total')"
+  read -r nscaled span lag < <(one_span "${CTL_ERR[slow]}" "$ns/m")
+  note "oneround: slow: $nscaled scale writes in $span s (each admitted after 3 s, 2 workers), the last $lag s after its decision, stale observations $(one_metric slow '^meshscaler_stale_observations_total')"
   if [[ "$nscaled" == "$n" ]] && fle "$span" 8; then
     ok "oneround: slow: the $n scale writes landed within $span s of the first with 2 workers (want at most 8)"
   else fail "oneround: slow: $nscaled scale writes over $span s with 2 workers, each admitted after 3 s (want $n within 8 s: a worker per write takes 15 s)"; fi
