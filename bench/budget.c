@@ -28,7 +28,7 @@ static void one_round(size_t n)
     ms_spec_t spec;
     ms_decision_t *d = calloc(n, sizeof *d);
     ms_round_member_t *m = calloc(n, sizeof *m);
-    char (*keys)[48] = calloc(n, sizeof *keys);
+    char(*keys)[48] = calloc(n, sizeof *keys);
     double start, elapsed;
     long granted = 0;
 

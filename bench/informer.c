@@ -50,46 +50,59 @@ static size_t heap(void)
 static cJSON *object(int i)
 {
     static const char *const cond[5][3] = {
-        {"Ready", "Reconciled", "The autoscaler reconciles its target normally and writes its status."},
-        {"AbleToScale", "SucceededGetScale", "The scale subresource of the target was read and can be updated."},
-        {"ScalingActive", "ValidMetricValue", "The replica count was computed from the sidecar concurrency metric."},
-        {"ScalingLimited", "DesiredWithinRange", "The desired count is within the minimum and maximum replica counts."},
-        {"MetricsAvailable", "AllSeriesPresent", "Every series of every metric was present in the last Prometheus answer."},
+        {"Ready", "Reconciled",
+         "The autoscaler reconciles its target normally and writes its status."},
+        {"AbleToScale", "SucceededGetScale",
+         "The scale subresource of the target was read and can be updated."},
+        {"ScalingActive", "ValidMetricValue",
+         "The replica count was computed from the sidecar concurrency metric."},
+        {"ScalingLimited", "DesiredWithinRange",
+         "The desired count is within the minimum and maximum replica counts."},
+        {"MetricsAvailable", "AllSeriesPresent",
+         "Every series of every metric was present in the last Prometheus answer."},
     };
     char text[4096], conds[2048];
     size_t used = 0;
     cJSON *o;
 
     for (int c = 0; c < 5; c++) {
-        int w = snprintf(conds + used, sizeof conds - used,
-                         "%s{\"type\":\"%s\",\"status\":\"%s\",\"reason\":\"%s\",\"message\":\"%s\","
-                         "\"lastTransitionTime\":\"2025-06-0%dT10:%02d:00Z\",\"observedGeneration\":3}",
-                         c ? "," : "", cond[c][0], c == 3 ? "False" : "True", cond[c][1], cond[c][2], c + 1,
-                         i % 60);
+        int w =
+            snprintf(conds + used, sizeof conds - used,
+                     "%s{\"type\":\"%s\",\"status\":\"%s\",\"reason\":\"%s\",\"message\":\"%s\","
+                     "\"lastTransitionTime\":\"2025-06-0%dT10:%02d:00Z\",\"observedGeneration\":3}",
+                     c ? "," : "", cond[c][0], c == 3 ? "False" : "True", cond[c][1], cond[c][2],
+                     c + 1, i % 60);
         if (w < 0 || (size_t)w >= sizeof conds - used)
             abort();
         used += (size_t)w;
     }
-    snprintf(text, sizeof text,
-             "{\"apiVersion\":\"autoscaling.meshscaler.io/v1alpha1\",\"kind\":\"MeshAutoscaler\","
-             "\"metadata\":{\"name\":\"web-%05d\",\"namespace\":\"bench\","
-             "\"uid\":\"6f1c2d3e-4b5a-4c6d-8e7f-%012d\",\"generation\":3,"
-             "\"creationTimestamp\":\"2025-06-01T09:00:00Z\","
-             "\"labels\":{\"app.kubernetes.io/name\":\"web-%05d\",\"app.kubernetes.io/part-of\":\"shop\","
-             "\"team\":\"payments\"},\"annotations\":{\"meshscaler.io/owner\":\"platform-team\"}},"
-             "\"spec\":{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web-%05d\"},"
-             "\"minReplicas\":2,\"maxReplicas\":40,\"metrics\":[{\"name\":\"sidecar\",\"type\":\"SidecarConcurrency\","
-             "\"sidecarConcurrency\":{\"proxy\":\"envoy\",\"limit\":100},"
-             "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}],"
-             "\"behavior\":{\"scaleDown\":{\"stabilizationWindowSeconds\":300,"
-             "\"policies\":[{\"type\":\"Percent\",\"value\":10,\"periodSeconds\":60}]}}},"
-             "\"status\":{\"observedGeneration\":3,\"currentReplicas\":%d,\"desiredReplicas\":%d,"
-             "\"lastScaleTime\":\"2025-06-01T10:%02d:15Z\","
-             "\"currentMetrics\":[{\"name\":\"sidecar\",\"value\":\"%d\",\"target\":\"70\",\"replicas\":%d}],"
-             "\"lastDecision\":{\"time\":\"2025-06-01T10:%02d:45Z\",\"desired\":%d,\"reason\":\"WithinTolerance\","
-             "\"message\":\"Sidecar concurrency is within the tolerance of its target; no change.\"},"
-             "\"conditions\":[%s]}}",
-             i, i, i, i, 2 + i % 30, 2 + i % 30, i % 60, 40 + i % 40, 2 + i % 30, i % 60, 2 + i % 30, conds);
+    snprintf(
+        text, sizeof text,
+        "{\"apiVersion\":\"autoscaling.meshscaler.io/v1alpha1\",\"kind\":\"MeshAutoscaler\","
+        "\"metadata\":{\"name\":\"web-%05d\",\"namespace\":\"bench\","
+        "\"uid\":\"6f1c2d3e-4b5a-4c6d-8e7f-%012d\",\"generation\":3,"
+        "\"creationTimestamp\":\"2025-06-01T09:00:00Z\","
+        "\"labels\":{\"app.kubernetes.io/name\":\"web-%05d\",\"app.kubernetes.io/"
+        "part-of\":\"shop\","
+        "\"team\":\"payments\"},\"annotations\":{\"meshscaler.io/owner\":\"platform-team\"}},"
+        "\"spec\":{\"scaleTargetRef\":{\"apiVersion\":\"apps/"
+        "v1\",\"kind\":\"Deployment\",\"name\":\"web-%05d\"},"
+        "\"minReplicas\":2,\"maxReplicas\":40,\"metrics\":[{\"name\":\"sidecar\",\"type\":"
+        "\"SidecarConcurrency\","
+        "\"sidecarConcurrency\":{\"proxy\":\"envoy\",\"limit\":100},"
+        "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}],"
+        "\"behavior\":{\"scaleDown\":{\"stabilizationWindowSeconds\":300,"
+        "\"policies\":[{\"type\":\"Percent\",\"value\":10,\"periodSeconds\":60}]}}},"
+        "\"status\":{\"observedGeneration\":3,\"currentReplicas\":%d,\"desiredReplicas\":%d,"
+        "\"lastScaleTime\":\"2025-06-01T10:%02d:15Z\","
+        "\"currentMetrics\":[{\"name\":\"sidecar\",\"value\":\"%d\",\"target\":\"70\",\"replicas\":"
+        "%d}],"
+        "\"lastDecision\":{\"time\":\"2025-06-01T10:%02d:45Z\",\"desired\":%d,\"reason\":"
+        "\"WithinTolerance\","
+        "\"message\":\"Sidecar concurrency is within the tolerance of its target; no change.\"},"
+        "\"conditions\":[%s]}}",
+        i, i, i, i, 2 + i % 30, 2 + i % 30, i % 60, 40 + i % 40, 2 + i % 30, i % 60, 2 + i % 30,
+        conds);
     if ((o = cJSON_Parse(text)) == NULL)
         abort();
     return o;
@@ -131,7 +144,8 @@ static void measure(ms_kube_client_t *client, int n, int rounds, bool compact)
     h0 = heap();
     t0 = seconds();
     inf = ms_kube_informer_new(client, &o);
-    if (inf == NULL || ms_kube_informer_start(inf) != MS_OK || !ms_kube_informer_wait_synced(inf, 300)) {
+    if (inf == NULL || ms_kube_informer_start(inf) != MS_OK ||
+        !ms_kube_informer_wait_synced(inf, 300)) {
         fprintf(stderr, "bench_informer: the informer did not sync\n");
         exit(1);
     }

@@ -156,12 +156,13 @@ static void naive_query(char *buf, size_t len, size_t k, size_t i)
                  ns, i, ns, i);
         break;
     case 1:
-        snprintf(buf, len,
-                 "sum(rate(container_cpu_usage_seconds_total{container=\"istio-proxy\","
-                 "namespace=\"bench-%zu\",pod=~\"w%zu-.*\"}[2m])) / "
-                 "sum(kube_pod_container_resource_limits{resource=\"cpu\",container=\"istio-proxy\","
-                 "namespace=\"bench-%zu\",pod=~\"w%zu-.*\"})",
-                 ns, i, ns, i);
+        snprintf(
+            buf, len,
+            "sum(rate(container_cpu_usage_seconds_total{container=\"istio-proxy\","
+            "namespace=\"bench-%zu\",pod=~\"w%zu-.*\"}[2m])) / "
+            "sum(kube_pod_container_resource_limits{resource=\"cpu\",container=\"istio-proxy\","
+            "namespace=\"bench-%zu\",pod=~\"w%zu-.*\"})",
+            ns, i, ns, i);
         break;
     case 2:
         snprintf(buf, len, "sum(bench_edge_current_sessions)");
@@ -170,8 +171,8 @@ static void naive_query(char *buf, size_t len, size_t k, size_t i)
         snprintf(buf, len, "sum(bench_edge_limit_sessions)");
         break;
     default:
-        snprintf(buf, len, "sum(bench_requests_in_flight{namespace=\"bench-%zu\",workload=\"w%zu\"})",
-                 ns, i);
+        snprintf(buf, len,
+                 "sum(bench_requests_in_flight{namespace=\"bench-%zu\",workload=\"w%zu\"})", ns, i);
         break;
     }
 }
@@ -337,10 +338,11 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--naive") == 0)
             naive = true;
         else {
-            fprintf(stderr, "usage: bench_prometheus --url URL --objects N [--ticks T] "
-                            "[--in-flight K] [--per-object-query] [--naive]\n"
-                            "       bench_prometheus --decode [--series N]\n"
-                            "       bench_prometheus --print-query [--window W] KIND [CONTAINER...]\n");
+            fprintf(stderr,
+                    "usage: bench_prometheus --url URL --objects N [--ticks T] "
+                    "[--in-flight K] [--per-object-query] [--naive]\n"
+                    "       bench_prometheus --decode [--series N]\n"
+                    "       bench_prometheus --print-query [--window W] KIND [CONTAINER...]\n");
             return 2;
         }
     }
@@ -359,10 +361,11 @@ int main(int argc, char **argv)
     ms_spec_t spec;
     ms_prom_object_t *objs = calloc(n, sizeof *objs);
     ms_prom_object_obs_t *out = calloc(n, sizeof *out);
-    char (*names)[2][32] = calloc(n, sizeof *names);
+    char(*names)[2][32] = calloc(n, sizeof *names);
 
     ms_spec_init(&spec);
-    if (client == NULL || http == NULL || tick == NULL || objs == NULL || out == NULL || names == NULL) {
+    if (client == NULL || http == NULL || tick == NULL || objs == NULL || out == NULL ||
+        names == NULL) {
         fprintf(stderr, "bench_prometheus: %s\n", err);
         goto out;
     }
@@ -371,8 +374,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         snprintf(names[i][0], sizeof names[i][0], "bench-%zu", i / 100);
         snprintf(names[i][1], sizeof names[i][1], "w%zu", i);
-        objs[i] = (ms_prom_object_t){.spec = &spec, .namespace_name = names[i][0],
-                                     .name = names[i][1], .kind = "Deployment"};
+        objs[i] = (ms_prom_object_t){.spec = &spec,
+                                     .namespace_name = names[i][0],
+                                     .name = names[i][1],
+                                     .kind = "Deployment"};
     }
 
     printf("bench_prometheus: %zu objects, %zu ticks, %zu in flight%s\n", n, ticks, in_flight,
@@ -392,14 +397,16 @@ int main(int argc, char **argv)
             bool all = true;
             for (size_t m = 0; m < spec.nmetrics; m++)
                 all = all && out[i].obs.metrics[m].present;
-            all = all && out[i].obs.downstreams[0].usage.present && out[i].obs.downstreams[0].limit.present;
+            all = all && out[i].obs.downstreams[0].usage.present &&
+                  out[i].obs.downstreams[0].limit.present;
             complete += all;
         }
-        printf("tick %zu: %zu objects  queries/tick %zu (builtin %zu, user %zu distinct of %zu refs; "
-               "prometheus counted %.0f)  time/tick %.3f s  objects with every value %zu/%zu  "
-               "| one-query-per-object design: %zu queries/tick\n",
-               t + 1, n, st.queries_sent, st.builtin_queries, st.user_queries, st.user_refs,
-               after - before, st.seconds, complete, n, n * (spec.nmetrics + 2));
+        printf(
+            "tick %zu: %zu objects  queries/tick %zu (builtin %zu, user %zu distinct of %zu refs; "
+            "prometheus counted %.0f)  time/tick %.3f s  objects with every value %zu/%zu  "
+            "| one-query-per-object design: %zu queries/tick\n",
+            t + 1, n, st.queries_sent, st.builtin_queries, st.user_queries, st.user_refs,
+            after - before, st.seconds, complete, n, n * (spec.nmetrics + 2));
         if (complete < n && t == 0) {
             for (size_t i = 0; i < n; i++) {
                 if (!out[i].obs.metrics[0].present || !out[i].obs.metrics[1].present) {
@@ -418,7 +425,8 @@ int main(int argc, char **argv)
         double secs = run_naive(client, n, per_object, &sent);
         double after = served_queries(http, url);
         printf("one-query-per-object design, measured once: %zu queries (prometheus counted %.0f) "
-               "in %.3f s\n", sent, after - before, secs);
+               "in %.3f s\n",
+               sent, after - before, secs);
     }
     rc = 0;
 out:

@@ -75,8 +75,8 @@ static char *read_password(const char *path, char *errbuf, size_t errlen)
     char *pw = NULL;
 
     if (f == NULL) {
-        ms_errf(errbuf, errlen, MS_ERR_IO, "--prometheus-basic-auth-password-file: cannot open %s: %s",
-                path, strerror(errno));
+        ms_errf(errbuf, errlen, MS_ERR_IO,
+                "--prometheus-basic-auth-password-file: cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
     ms_buf_init(&b, 4096);

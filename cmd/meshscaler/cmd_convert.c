@@ -167,8 +167,8 @@ static ms_err_t fetch_live(const convert_args_t *a, cJSON **hpa, cJSON **target,
         goto out;
     }
     ns = a->ns != NULL ? a->ns : ms_kube_client_namespace(c);
-    err = ms_kube_path(path, sizeof path, "autoscaling/v2", ns, "horizontalpodautoscalers",
-                       a->name, NULL);
+    err = ms_kube_path(path, sizeof path, "autoscaling/v2", ns, "horizontalpodautoscalers", a->name,
+                       NULL);
     if (err == MS_OK)
         err = ms_kube_get(c, path, hpa, &kerr);
     if (err != MS_OK) {
@@ -183,11 +183,10 @@ static ms_err_t fetch_live(const convert_args_t *a, cJSON **hpa, cJSON **target,
     name = cJSON_GetObjectItemCaseSensitive(ref, "name");
     if (cJSON_IsString(av) && cJSON_IsString(kind) && cJSON_IsString(name) &&
         ms_kube_discover(c, av->valuestring, kind->valuestring, &res, &kerr) == MS_OK &&
-        ms_kube_path(path, sizeof path, res.api_version, res.namespaced ? ns : NULL,
-                     res.resource, name->valuestring, NULL) == MS_OK &&
+        ms_kube_path(path, sizeof path, res.api_version, res.namespaced ? ns : NULL, res.resource,
+                     name->valuestring, NULL) == MS_OK &&
         ms_kube_get(c, path, target, &kerr) != MS_OK)
-        fprintf(stderr, "meshscaler convert: warning: cannot read the target: %s\n",
-                kerr.message);
+        fprintf(stderr, "meshscaler convert: warning: cannot read the target: %s\n", kerr.message);
 out:
     ms_kube_client_free(c);
     ms_kube_config_free(cfg);
@@ -237,8 +236,8 @@ static ms_err_t run(convert_args_t *a, results_t *r, cJSON **held, char *errbuf,
     const char *containers[CONVERT_MAX_CONTAINERS];
     ms_err_t err = MS_OK;
 
-    if (a->map_file != NULL && (err = load_map(a->map_file, &held[0], &a->opts, errbuf,
-                                               errlen)) != MS_OK)
+    if (a->map_file != NULL &&
+        (err = load_map(a->map_file, &held[0], &a->opts, errbuf, errlen)) != MS_OK)
         return err;
     if (a->name != NULL) {
         ms_jpath_t p;

@@ -69,7 +69,8 @@ int ms_cmd_probe(int argc, char **argv)
     } else {
         /* The first line of the body, at most 200 bytes: one line of output. */
         size_t n = 0;
-        while (n < resp.body.len && n < 200 && resp.body.data[n] != '\n' && resp.body.data[n] != '\r')
+        while (n < resp.body.len && n < 200 && resp.body.data[n] != '\n' &&
+               resp.body.data[n] != '\r')
             n++;
         fprintf(stderr, "meshscaler probe: %s: %ld %.*s\n", url, resp.status, (int)n,
                 n > 0 ? resp.body.data : "");

@@ -169,7 +169,7 @@ static bool parse_time(const char *s, double now, double *out)
 /* The MeshAutoscaler of file: its spec (read as the controller reads it),
  * the spec's JSON (for a scenario) and its namespace. */
 typedef struct {
-    cJSON *docs; /* owned: the file's documents */
+    cJSON *docs;                                  /* owned: the file's documents */
     const cJSON *spec_json, *name_json, *ns_json; /* borrowed from docs */
     ms_spec_t spec;                               /* owned */
 } mas_t;
@@ -252,8 +252,8 @@ static void progress(void *ctx, double upto, double from, double to)
             to > from ? 100 * (upto - from) / (to - from) : 100.0);
 }
 
-static ms_err_t write_svg(const replay_args_t *a, const mas_t *m, const out_t *out,
-                          char *errbuf, size_t errlen)
+static ms_err_t write_svg(const replay_args_t *a, const mas_t *m, const out_t *out, char *errbuf,
+                          size_t errlen)
 {
     ms_buf_t svg;
     char title[512], from[40], to[40];
@@ -263,15 +263,17 @@ static ms_err_t write_svg(const replay_args_t *a, const mas_t *m, const out_t *o
     ms_time_rfc3339(out->points[0].time, false, from, sizeof from);
     ms_time_rfc3339(out->points[out->npoints - 1].time, false, to, sizeof to);
     snprintf(title, sizeof title, "meshscaler replay: %s/%s, %s to %s",
-             cJSON_IsString(m->ns_json) ? m->ns_json->valuestring : a->ns ? a->ns : "default",
+             cJSON_IsString(m->ns_json) ? m->ns_json->valuestring
+             : a->ns                    ? a->ns
+                                        : "default",
              m->spec.target_name, from, to);
     ms_buf_init(&svg, 64u * 1024u * 1024u);
     err = ms_replay_svg(&m->spec, title, out->points, out->npoints, &svg);
     if (err == MS_OK) {
         f = fopen(a->svg, "wb");
         if (f == NULL || fwrite(svg.data, 1, svg.len, f) != svg.len || fclose(f) != 0)
-            err = ms_errf(errbuf, errlen, MS_ERR_IO, "cannot write %s: %s", a->svg,
-                          strerror(errno));
+            err =
+                ms_errf(errbuf, errlen, MS_ERR_IO, "cannot write %s: %s", a->svg, strerror(errno));
     } else {
         ms_errf(errbuf, errlen, err, "the chart: %s", ms_strerror(err));
     }
@@ -281,11 +283,14 @@ static ms_err_t write_svg(const replay_args_t *a, const mas_t *m, const out_t *o
 
 static ms_err_t run(const replay_args_t *a, mas_t *m, char *errbuf, size_t errlen)
 {
-    ms_prom_options_t po = {.url = a->url, .bearer_token_file = a->token_file,
-                            .timeout_ms = 120000};
-    ms_replay_options_t ro = {.spec = &m->spec, .replicas_query = a->replicas_query,
-                              .pod_regex = a->pod_regex, .start_replicas = a->start_replicas,
-                              .chunk_steps = a->chunk_steps, .max_bytes = a->max_bytes,
+    ms_prom_options_t po = {
+        .url = a->url, .bearer_token_file = a->token_file, .timeout_ms = 120000};
+    ms_replay_options_t ro = {.spec = &m->spec,
+                              .replicas_query = a->replicas_query,
+                              .pod_regex = a->pod_regex,
+                              .start_replicas = a->start_replicas,
+                              .chunk_steps = a->chunk_steps,
+                              .max_bytes = a->max_bytes,
                               .progress = progress};
     ms_prom_client_t *client = NULL;
     ms_replay_summary_t sum;

@@ -28,7 +28,10 @@ static const char usage[] =
     "A scenario is JSON: {\"spec\": <MeshAutoscaler spec>, \"state\": {...},\n"
     "\"ticks\": [...]}; see README.md and docs/decide.md.\n";
 
-static void print_usage(FILE *to) { fputs(usage, to); }
+static void print_usage(FILE *to)
+{
+    fputs(usage, to);
+}
 
 int ms_cmd_usage_error(const char *cmd, const char *usage_text, const char *fmt, ...)
 {

@@ -20,12 +20,12 @@
 typedef enum { MS_COMPARE_NOBODY = 0, MS_COMPARE_MESHSCALER, MS_COMPARE_HPA } ms_compare_side_t;
 
 typedef struct {
-    uint64_t samples;        /* syncs compared */
-    uint64_t differing;      /* of them, with different desired counts */
-    double abs_sum;          /* sum of |meshscaler - HPA| */
-    int32_t max_difference;  /* meshscaler - HPA of the largest absolute difference */
+    uint64_t samples;                     /* syncs compared */
+    uint64_t differing;                   /* of them, with different desired counts */
+    double abs_sum;                       /* sum of |meshscaler - HPA| */
+    int32_t max_difference;               /* meshscaler - HPA of the largest absolute difference */
     uint32_t meshscaler_first, hpa_first; /* races won */
-    double last_lead;        /* seconds the last winner led by; < 0: no race closed yet */
+    double last_lead; /* seconds the last winner led by; < 0: no race closed yet */
     /* the race in progress */
     ms_compare_side_t leader;
     double race_start;

@@ -37,7 +37,7 @@ bool ms_conflict_target_of(const cJSON *obj, ms_conflict_target_t *out);
  * ("ns/name") targeting *target. A MeshAutoscaler never conflicts with
  * itself or with one in spec.dryRun. On true, who[whocap] names the other
  * ("HorizontalPodAutoscaler shop/api"). */
-bool ms_conflict_check(const char *self_key, const ms_conflict_target_t *target,
-                       const cJSON *other, bool is_hpa, char *who, size_t whocap);
+bool ms_conflict_check(const char *self_key, const ms_conflict_target_t *target, const cJSON *other,
+                       bool is_hpa, char *who, size_t whocap);
 
 #endif

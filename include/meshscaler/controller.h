@@ -32,11 +32,11 @@
 
 typedef struct {
     /* Kubernetes */
-    const char *kubeconfig;   /* NULL: $KUBECONFIG, in-cluster, ~/.kube/config */
-    const char *context;      /* NULL: current-context */
-    const char *namespace_;   /* NULL or "": every namespace */
-    double kube_qps;          /* 0: 300; one bucket for every request but the lease's */
-    int kube_burst;           /* 0: 600 */
+    const char *kubeconfig; /* NULL: $KUBECONFIG, in-cluster, ~/.kube/config */
+    const char *context;    /* NULL: current-context */
+    const char *namespace_; /* NULL or "": every namespace */
+    double kube_qps;        /* 0: 300; one bucket for every request but the lease's */
+    int kube_burst;         /* 0: 600 */
     /* Prometheus: url and auth (copied); presets (workload label, window) */
     ms_prom_options_t prom;
     ms_prom_preset_options_t presets;
@@ -49,9 +49,9 @@ typedef struct {
     double round_timeout;
     size_t round_max_bytes;
     /* The loop */
-    double sync_period;       /* seconds; 0: 15. spec.syncPeriodSeconds overrides */
-    int concurrent_syncs;     /* workers; 0: 4 */
-    double shutdown_timeout;  /* seconds to finish in-flight syncs; 0: 10 */
+    double sync_period;      /* seconds; 0: 15. spec.syncPeriodSeconds overrides */
+    int concurrent_syncs;    /* workers; 0: 4 */
+    double shutdown_timeout; /* seconds to finish in-flight syncs; 0: 10 */
     /* Leader election */
     bool leader_elect;
     const char *leader_election_id;        /* Lease name; NULL: "meshscaler" */

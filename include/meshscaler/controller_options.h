@@ -59,9 +59,9 @@ typedef struct {
     char *config_file; /* --config; NULL when none */
 
     /* Kubernetes */
-    char *kubeconfig; /* NULL: $KUBECONFIG, in-cluster, then ~/.kube/config */
-    char *context;    /* NULL: the kubeconfig's current context */
-    char *namespace_; /* NULL: every namespace */
+    char *kubeconfig;    /* NULL: $KUBECONFIG, in-cluster, then ~/.kube/config */
+    char *context;       /* NULL: the kubeconfig's current context */
+    char *namespace_;    /* NULL: every namespace */
     double kube_api_qps; /* > 0, or -1 for no client-side limit */
     int kube_api_burst;  /* >= 1 */
 
@@ -74,7 +74,7 @@ typedef struct {
     size_t nprometheus_headers;
     char *prometheus_ca_file;
     bool prometheus_insecure_skip_verify;
-    double prometheus_timeout; /* seconds, per query */
+    double prometheus_timeout;            /* seconds, per query */
     size_t prometheus_max_response_bytes; /* one answer; default 1 MiB */
     size_t prometheus_max_round_bytes;    /* all answers of a round; default 64 MiB */
     double prometheus_round_timeout;      /* a round's tick; 0: min(sync period, 10 s) */
@@ -84,7 +84,7 @@ typedef struct {
     ms_user_queries_t user_queries;
 
     /* The loop */
-    double sync_period; /* seconds, 1..3600 */
+    double sync_period;   /* seconds, 1..3600 */
     int concurrent_syncs; /* workers, 1..256 */
     bool dry_run;
     ms_output_format_t output; /* dry-run decision lines on stdout */

@@ -96,7 +96,6 @@ ms_err_t ms_convert_text(const char *name, const char *text, size_t len,
  * and deletes (cJSON_Delete) after the map; free(*map). MS_ERR_INVALID
  * naming the entry. */
 ms_err_t ms_convert_map_parse(const char *text, size_t len, cJSON **tree,
-                              ms_convert_mapping_t **map, size_t *n, char *errbuf,
-                              size_t errlen);
+                              ms_convert_mapping_t **map, size_t *n, char *errbuf, size_t errlen);
 
 #endif

@@ -30,7 +30,7 @@ typedef struct {
     const ms_spec_t *spec;
     const ms_decision_t *decision;
     const ms_engine_memory_t *memory; /* JSON "state"; NULL: omitted */
-    int32_t desired;  /* what would be written (after pausing); usually decision->desired_replicas */
+    int32_t desired; /* what would be written (after pausing); usually decision->desired_replicas */
     const char *note; /* pause or conflict sentence, or NULL */
     /* The HPA that scales the same target (shadow mode), or NULL; its
      * status.desiredReplicas (-1: none yet). Table: "(HPA ns/name: 4)";

@@ -27,18 +27,20 @@
 
 /* Decision reasons, with the sentence that explains each.
  * X(name, sentence) */
-#define MS_REASON_MAP(X)                                                       \
-    X(DesiredWithinRange, "the desired count is within the acceptable range")  \
-    X(ScalingDisabled, "scaling is disabled since the replica count of the target is zero") \
-    X(AboveMaxReplicas, "the current replica count is above maxReplicas")      \
-    X(BelowMinReplicas, "the current replica count is below minReplicas")      \
-    X(MetricsUnavailable, "metrics are missing, so the replica count is held") \
-    X(Fallback, "every metric failed repeatedly, so the fallback replica count applies") \
-    X(ScaleUpLimit, "the desired replica count is increasing faster than the maximum scale rate") \
-    X(TooManyReplicas, "the desired replica count is more than the maximum replica count") \
-    X(ScaleDownLimit, "the desired replica count is decreasing faster than the maximum scale rate") \
-    X(TooFewReplicas, "the desired replica count is less than the minimum replica count") \
-    X(DownstreamLimit, "scaling out further would push a downstream limit past its allowed utilization")
+#define MS_REASON_MAP(X)                                                                           \
+    X(DesiredWithinRange, "the desired count is within the acceptable range")                      \
+    X(ScalingDisabled, "scaling is disabled since the replica count of the target is zero")        \
+    X(AboveMaxReplicas, "the current replica count is above maxReplicas")                          \
+    X(BelowMinReplicas, "the current replica count is below minReplicas")                          \
+    X(MetricsUnavailable, "metrics are missing, so the replica count is held")                     \
+    X(Fallback, "every metric failed repeatedly, so the fallback replica count applies")           \
+    X(ScaleUpLimit, "the desired replica count is increasing faster than the maximum scale rate")  \
+    X(TooManyReplicas, "the desired replica count is more than the maximum replica count")         \
+    X(ScaleDownLimit,                                                                              \
+      "the desired replica count is decreasing faster than the maximum scale rate")                \
+    X(TooFewReplicas, "the desired replica count is less than the minimum replica count")          \
+    X(DownstreamLimit,                                                                             \
+      "scaling out further would push a downstream limit past its allowed utilization")
 
 typedef enum {
 #define MS__REASON_ENUM(name, sentence) MS_REASON_##name,
@@ -89,11 +91,10 @@ void ms_engine_memory_init(ms_engine_memory_t *mem);
 /* Add a recommendation or a scale event to the memory as if recorded at
  * `now` (used to restore memory, e.g. from a scenario's state or an object's
  * status). Compacts when full, exactly like a decision does. */
-void ms_engine_memory_add_recommendation(ms_engine_memory_t *mem,
-                                         const ms_spec_t *spec, double now,
+void ms_engine_memory_add_recommendation(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
                                          double time, int32_t replicas);
-void ms_engine_memory_add_event(ms_engine_memory_t *mem, const ms_spec_t *spec,
-                                double now, double time, int32_t change);
+void ms_engine_memory_add_event(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
+                                double time, int32_t change);
 
 /* An observed number, or missing. */
 typedef struct {
@@ -171,7 +172,7 @@ typedef struct {
 typedef struct {
     bool observed; /* usage and a limit were known */
     int32_t allowed;
-    bool bound; /* this downstream set the cap that bound */
+    bool bound;      /* this downstream set the cap that bound */
     double reserved; /* flows held back for starting replicas: perReplica x starting */
     double room;     /* maxUtilization x limit - usage, in flows, when observed */
 } ms_downstream_result_t;
@@ -240,9 +241,9 @@ void ms_engine_record_scale(ms_engine_memory_t *mem, const ms_spec_t *spec, doub
 /* One object of a round for §2b. Everything is borrowed from the caller
  * for the duration of the call. */
 typedef struct {
-    const char *key;          /* "namespace/name"; unique within the round */
-    const ms_spec_t *spec;    /* its spec (downstream entries and budgets) */
-    ms_decision_t *decision;  /* steps 1-7 done (with defer_scale_event), updated in place */
+    const char *key;         /* "namespace/name"; unique within the round */
+    const ms_spec_t *spec;   /* its spec (downstream entries and budgets) */
+    ms_decision_t *decision; /* steps 1-7 done (with defer_scale_event), updated in place */
 } ms_round_member_t;
 
 /* §2b: split each shared budget's room among the members of one round,
@@ -264,8 +265,7 @@ double ms_engine_ratio(const ms_metric_spec_t *m, double value, int32_t current)
 
 /* Explain a decision in one line of readable sentences into buf (always
  * NUL-terminated when len > 0). Returns the length it needed, like snprintf. */
-size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d,
-                           char *buf, size_t len);
+size_t ms_decision_explain(const ms_spec_t *spec, const ms_decision_t *d, char *buf, size_t len);
 
 /* Step 7's reservation at downstream i of d as "3 starting replicas reserve
  * 75 flows" into buf (NUL-terminated when len > 0). Returns false, writing

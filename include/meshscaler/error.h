@@ -15,23 +15,23 @@
 #include <stddef.h>
 
 /* X(name, message) */
-#define MS_ERRNO_MAP(X)                                                        \
-    X(OK, "success")                                                           \
-    X(INVALID, "invalid input")                                                \
-    X(PARSE, "malformed data")                                                 \
-    X(RANGE, "value out of range")                                             \
-    X(NOMEM, "out of memory")                                                  \
-    X(IO, "input/output error")                                                \
-    X(TOOLARGE, "data exceeds its size limit")                                 \
-    X(NOTFOUND, "not found")                                                   \
-    X(TIMEOUT, "timed out")                                                    \
-    X(UNAVAILABLE, "server unavailable")                                       \
-    X(TLS, "TLS failure")                                                      \
-    X(HTTP, "unexpected HTTP status")                                          \
-    X(CANCELLED, "cancelled")                                                  \
-    X(CONFLICT, "conflicting change")                                          \
-    X(GONE, "resource version expired")                                        \
-    X(FORBIDDEN, "permission denied")                                          \
+#define MS_ERRNO_MAP(X)                                                                            \
+    X(OK, "success")                                                                               \
+    X(INVALID, "invalid input")                                                                    \
+    X(PARSE, "malformed data")                                                                     \
+    X(RANGE, "value out of range")                                                                 \
+    X(NOMEM, "out of memory")                                                                      \
+    X(IO, "input/output error")                                                                    \
+    X(TOOLARGE, "data exceeds its size limit")                                                     \
+    X(NOTFOUND, "not found")                                                                       \
+    X(TIMEOUT, "timed out")                                                                        \
+    X(UNAVAILABLE, "server unavailable")                                                           \
+    X(TLS, "TLS failure")                                                                          \
+    X(HTTP, "unexpected HTTP status")                                                              \
+    X(CANCELLED, "cancelled")                                                                      \
+    X(CONFLICT, "conflicting change")                                                              \
+    X(GONE, "resource version expired")                                                            \
+    X(FORBIDDEN, "permission denied")                                                              \
     X(UNAUTHORIZED, "not authenticated")
 
 typedef enum {

@@ -54,8 +54,8 @@ typedef struct {
 
 typedef struct {
     ms_http_tls_t tls;
-    const char *proxy_url;  /* NULL: libcurl's environment defaults */
-    const char *user_agent; /* NULL: "meshscaler/<version>" */
+    const char *proxy_url;   /* NULL: libcurl's environment defaults */
+    const char *user_agent;  /* NULL: "meshscaler/<version>" */
     long connect_timeout_ms; /* 0: 10 s */
 } ms_http_options_t;
 
@@ -93,16 +93,16 @@ typedef struct {
 } ms_http_request_t;
 
 struct ms_http_response {
-    ms_err_t err;                 /* transport result: MS_OK when a status arrived */
-    char error[MS_ERRBUF_SIZE];   /* one line naming the URL and the cause */
-    long status;                  /* HTTP status, 0 if none; set as soon as the
-                                     status line arrives (sinks may read it) */
-    ms_buf_t body;                /* owned, capped; empty when streamed */
-    double retry_after_seconds;   /* from Retry-After (seconds form); -1 if absent */
+    ms_err_t err;               /* transport result: MS_OK when a status arrived */
+    char error[MS_ERRBUF_SIZE]; /* one line naming the URL and the cause */
+    long status;                /* HTTP status, 0 if none; set as soon as the
+                                   status line arrives (sinks may read it) */
+    ms_buf_t body;              /* owned, capped; empty when streamed */
+    double retry_after_seconds; /* from Retry-After (seconds form); -1 if absent */
     char content_type[96];
-    long http_version;            /* 1, 2 */
+    long http_version; /* 1, 2 */
     double total_seconds;
-    long new_connections;         /* connections this transfer opened; 0: it reused one */
+    long new_connections; /* connections this transfer opened; 0: it reused one */
 };
 
 /* Once per process, before threads. Returns MS_ERR_IO if libcurl refuses. */

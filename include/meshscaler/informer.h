@@ -89,9 +89,9 @@ typedef ms_err_t (*ms_kube_item_fn)(void *ctx, cJSON *item);
  * expired mid-list restarts the list once, after fn(ctx, NULL): the pages
  * already read are of an older snapshot, and an object deleted since would
  * otherwise stay. Returns the first error of the requests or of fn. */
-ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector,
-                      long limit, ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap,
-                      unsigned long *pages, ms_kube_error_t *kerr);
+ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector, long limit,
+                      ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap, unsigned long *pages,
+                      ms_kube_error_t *kerr);
 
 /* Called for ADDED, MODIFIED, DELETED and BOOKMARK events; the object is
  * passed to fn, which owns it afterwards. A non-OK return ends the watch
@@ -151,9 +151,9 @@ typedef struct {
      * (150 s: bookmarks come about every 60 s, so a live watch is not ended;
      * a dead one is noticed in 150 s plus the backoff). */
     long watch_idle_timeout_seconds;
-    double backoff_initial;     /* 0: 0.8 s */
-    double backoff_max;         /* 0: 30 s */
-    bool keep_managed_fields;   /* false: drop metadata.managedFields (memory) */
+    double backoff_initial;   /* 0: 0.8 s */
+    double backoff_max;       /* 0: 30 s */
+    bool keep_managed_fields; /* false: drop metadata.managedFields (memory) */
     /* Only these members are cached, as dotted paths ("spec.replicas",
      * "metadata.labels"), NULL-terminated; metadata.name, .namespace, .uid and
      * .resourceVersion are always kept. NULL: the whole object. Like
@@ -171,20 +171,20 @@ typedef struct {
      * significant digits with 15) stays a tree. A text that no longer parses
      * (cJSON out of memory) reads as absent and is logged once. false: trees. */
     bool compact;
-    ms_kube_notify_fn notify;   /* may be NULL */
+    ms_kube_notify_fn notify; /* may be NULL */
     void *ctx;
 } ms_kube_informer_options_t;
 
 typedef struct {
-    unsigned long lists;      /* full lists (the first one and relists) */
-    unsigned long relists;    /* lists after 410 */
+    unsigned long lists;   /* full lists (the first one and relists) */
+    unsigned long relists; /* lists after 410 */
     unsigned long list_pages;
-    unsigned long watches;    /* watch requests started */
-    unsigned long events;     /* ADDED/MODIFIED/DELETED received */
+    unsigned long watches; /* watch requests started */
+    unsigned long events;  /* ADDED/MODIFIED/DELETED received */
     unsigned long bookmarks;
-    unsigned long errors;     /* failed lists and watches */
+    unsigned long errors;        /* failed lists and watches */
     unsigned long idle_timeouts; /* watches ended by watch_idle_timeout_seconds */
-    double last_idle_timeout; /* monotonic time (ms_clock_monotonic) of the last one; 0: none */
+    double last_idle_timeout;    /* monotonic time (ms_clock_monotonic) of the last one; 0: none */
     unsigned long notifications;
     size_t objects;
     char resource_version[64]; /* last seen */

@@ -61,11 +61,11 @@ ms_err_t ms_json_bool(const cJSON *item, const ms_jpath_t *p, bool *out, char *e
 ms_err_t ms_json_strdup(const cJSON *item, const ms_jpath_t *p, size_t max_len, char **out,
                         char *errbuf, size_t errlen);
 /* A string of 1..cap-1 bytes copied into buf[cap]. */
-ms_err_t ms_json_strcpy(const cJSON *item, const ms_jpath_t *p, char *buf, size_t cap,
-                        char *errbuf, size_t errlen);
+ms_err_t ms_json_strcpy(const cJSON *item, const ms_jpath_t *p, char *buf, size_t cap, char *errbuf,
+                        size_t errlen);
 /* A string equal to one of names[0..n); *index set to its position. */
-ms_err_t ms_json_enum(const cJSON *item, const ms_jpath_t *p, const char *const *names,
-                      size_t n, int *index, char *errbuf, size_t errlen);
+ms_err_t ms_json_enum(const cJSON *item, const ms_jpath_t *p, const char *const *names, size_t n,
+                      int *index, char *errbuf, size_t errlen);
 /* Checks the kind of item: object or array. */
 ms_err_t ms_json_object(const cJSON *item, const ms_jpath_t *p, char *errbuf, size_t errlen);
 ms_err_t ms_json_array(const cJSON *item, const ms_jpath_t *p, char *errbuf, size_t errlen);

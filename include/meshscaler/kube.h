@@ -36,20 +36,20 @@
 /* A failed request: the transport error or the HTTP status, with the
  * reason and message of the server's Status object when it sent one. */
 typedef struct {
-    ms_err_t err;       /* MS_ERR_NOTFOUND (404), MS_ERR_CONFLICT (409), MS_ERR_GONE (410),
-                           MS_ERR_FORBIDDEN (403), MS_ERR_UNAUTHORIZED (401),
-                           MS_ERR_INVALID (400, 422), MS_ERR_UNAVAILABLE (5xx, 429 after
-                           retries, refused), MS_ERR_TLS, MS_ERR_TIMEOUT, ... */
-    long status;        /* HTTP status; 0 when none arrived */
-    char reason[64];    /* Status.reason: "NotFound", "Conflict", "AlreadyExists", "Expired" */
+    ms_err_t err;    /* MS_ERR_NOTFOUND (404), MS_ERR_CONFLICT (409), MS_ERR_GONE (410),
+                        MS_ERR_FORBIDDEN (403), MS_ERR_UNAUTHORIZED (401),
+                        MS_ERR_INVALID (400, 422), MS_ERR_UNAVAILABLE (5xx, 429 after
+                        retries, refused), MS_ERR_TLS, MS_ERR_TIMEOUT, ... */
+    long status;     /* HTTP status; 0 when none arrived */
+    char reason[64]; /* Status.reason: "NotFound", "Conflict", "AlreadyExists", "Expired" */
     char message[MS_ERRBUF_SIZE]; /* one line: "GET /api/v1/...: 404 NotFound: ..." */
 } ms_kube_error_t;
 
 typedef struct {
-    double qps;          /* 0: 5; negative: unlimited */
-    int burst;           /* 0: 10 */
-    long timeout_ms;     /* per request (not watches); 0: 30 s */
-    int max_retries;     /* retries after 429/Retry-After; 0: 10 (client-go); < 0: none */
+    double qps;                  /* 0: 5; negative: unlimited */
+    int burst;                   /* 0: 10 */
+    long timeout_ms;             /* per request (not watches); 0: 30 s */
+    int max_retries;             /* retries after 429/Retry-After; 0: 10 (client-go); < 0: none */
     double token_reload_seconds; /* token files; 0: 60 */
     const char *user_agent;      /* NULL: meshscaler/<version> */
     const atomic_bool *cancel;   /* shutdown: ends waits and transfers */
@@ -59,10 +59,10 @@ typedef struct {
 typedef struct {
     unsigned long requests; /* every HTTP request sent, retries included */
     unsigned long get, list, watch, create, update, patch, del;
-    unsigned long retries;   /* after 429 or 401 */
-    unsigned long throttled; /* requests that waited for the token bucket */
-    double throttle_seconds; /* total time spent waiting for it */
-    long http_version;       /* of the last response: 1 or 2 */
+    unsigned long retries;     /* after 429 or 401 */
+    unsigned long throttled;   /* requests that waited for the token bucket */
+    double throttle_seconds;   /* total time spent waiting for it */
+    long http_version;         /* of the last response: 1 or 2 */
     unsigned long connections; /* TCP+TLS connections opened (the rest reused one) */
 } ms_kube_stats_t;
 
@@ -106,8 +106,8 @@ void ms_kube_background_set(bool background);
  * On a 2xx with out non-NULL, *out is the parsed body (MS_ERR_PARSE if it is
  * not JSON). */
 ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *path,
-                         const char *content_type, const char *body, size_t body_len,
-                         cJSON **out, ms_kube_error_t *kerr);
+                         const char *content_type, const char *body, size_t body_len, cJSON **out,
+                         ms_kube_error_t *kerr);
 
 ms_err_t ms_kube_get(ms_kube_client_t *c, const char *path, cJSON **out, ms_kube_error_t *kerr);
 ms_err_t ms_kube_create(ms_kube_client_t *c, const char *path, const cJSON *obj, cJSON **out,
@@ -116,8 +116,8 @@ ms_err_t ms_kube_create(ms_kube_client_t *c, const char *path, const cJSON *obj,
 ms_err_t ms_kube_update(ms_kube_client_t *c, const char *path, const cJSON *obj, cJSON **out,
                         ms_kube_error_t *kerr);
 /* application/merge-patch+json */
-ms_err_t ms_kube_merge_patch(ms_kube_client_t *c, const char *path, const cJSON *patch,
-                             cJSON **out, ms_kube_error_t *kerr);
+ms_err_t ms_kube_merge_patch(ms_kube_client_t *c, const char *path, const cJSON *patch, cJSON **out,
+                             ms_kube_error_t *kerr);
 ms_err_t ms_kube_delete(ms_kube_client_t *c, const char *path, ms_kube_error_t *kerr);
 
 /* A streaming GET (watch): while the status is 2xx, body bytes go to sink as
@@ -186,7 +186,7 @@ ms_err_t ms_kube_scale_update(ms_kube_client_t *c, const ms_kube_ref_t *ref,
 
 /* Merge-patch {"status": status} into the object's /status (the caller
  * includes observedGeneration). ref.kind must have a status subresource. */
-ms_err_t ms_kube_status_patch(ms_kube_client_t *c, const ms_kube_ref_t *ref,
-                              const cJSON *status, cJSON **out, ms_kube_error_t *kerr);
+ms_err_t ms_kube_status_patch(ms_kube_client_t *c, const ms_kube_ref_t *ref, const cJSON *status,
+                              cJSON **out, ms_kube_error_t *kerr);
 
 #endif

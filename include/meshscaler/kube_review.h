@@ -37,10 +37,10 @@
 /* Who a token belongs to (TokenReview status.user). Owned strings. */
 typedef struct {
     char *username;
-    char *uid;      /* "" when the server named none */
+    char *uid; /* "" when the server named none */
     char **groups;
     size_t ngroups;
-    cJSON *extra;   /* status.user.extra, or NULL */
+    cJSON *extra; /* status.user.extra, or NULL */
 } ms_kube_user_t;
 
 /* Free what *u owns and zero it. NULL does nothing. */
@@ -105,8 +105,8 @@ typedef struct {
 /* The whole check: the cache (may be NULL), else a TokenReview and, for an
  * authenticated user, a SubjectAccessReview of (path, verb); the answer is
  * stored. now: monotonic seconds. Never fails: errors are a decision. */
-void ms_kube_review_authorize(ms_kube_client_t *c, ms_kube_review_cache_t *cache,
-                              const char *token, const char *path, const char *verb, double now,
+void ms_kube_review_authorize(ms_kube_client_t *c, ms_kube_review_cache_t *cache, const char *token,
+                              const char *path, const char *verb, double now,
                               ms_kube_review_result_t *out);
 
 #endif

@@ -38,10 +38,10 @@
 #define MS_KUBE_MAX_FILE (4u * 1024u * 1024u)
 
 typedef struct {
-    char *command;   /* run through PATH when it has no '/' */
-    char **args;     /* args[0..nargs) after the command */
+    char *command; /* run through PATH when it has no '/' */
+    char **args;   /* args[0..nargs) after the command */
     size_t nargs;
-    char **env;      /* "NAME=value" added to the environment */
+    char **env; /* "NAME=value" added to the environment */
     size_t nenv;
     char *api_version; /* client.authentication.k8s.io/v1 (or v1beta1) */
 } ms_kube_exec_config_t;
@@ -65,9 +65,9 @@ typedef struct {
     char *token;
     char *token_file;
     ms_kube_exec_config_t *exec; /* NULL when none */
-    char *namespace_;   /* the context's namespace (or in-cluster's); "default" */
-    char *context;      /* context name used; "in-cluster" for in-cluster */
-    char *source;       /* the file(s) the settings came from, for messages */
+    char *namespace_;            /* the context's namespace (or in-cluster's); "default" */
+    char *context;               /* context name used; "in-cluster" for in-cluster */
+    char *source;                /* the file(s) the settings came from, for messages */
     bool in_cluster;
 } ms_kube_config_t;
 

@@ -35,8 +35,8 @@ ms_err_t ms_label_selector_parse(const char *text, ms_label_selector_t **out, ch
  * In, NotIn, Exists, DoesNotExist). NULL or a JSON null selects nothing, as
  * apimachinery's nil selector; {} selects everything. MS_ERR_INVALID with a
  * reason on a malformed object. */
-ms_err_t ms_label_selector_from_json(const cJSON *selector, ms_label_selector_t **out,
-                                     char *errbuf, size_t errlen);
+ms_err_t ms_label_selector_from_json(const cJSON *selector, ms_label_selector_t **out, char *errbuf,
+                                     size_t errlen);
 
 /* Whether labels (a JSON object of strings, or NULL for none) are selected. */
 bool ms_label_selector_matches(const ms_label_selector_t *s, const cJSON *labels);

@@ -43,11 +43,11 @@
 typedef struct {
     const char *namespace_;
     const char *name;
-    const char *identity;   /* unique per process: "hostname_pid" */
-    double lease_duration;  /* 0: 15 s */
-    double renew_deadline;  /* 0: 10 s */
-    double retry_period;    /* 0: 2 s */
-    double safety_margin;   /* 0: (duration - deadline)/2 + slack = 3 s; at least that, < duration */
+    const char *identity;  /* unique per process: "hostname_pid" */
+    double lease_duration; /* 0: 15 s */
+    double renew_deadline; /* 0: 10 s */
+    double retry_period;   /* 0: 2 s */
+    double safety_margin;  /* 0: (duration - deadline)/2 + slack = 3 s; at least that, < duration */
     void (*on_started_leading)(void *ctx);
     void (*on_stopped_leading)(void *ctx);
     void (*on_new_leader)(void *ctx, const char *identity); /* "" when released */

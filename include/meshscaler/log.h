@@ -20,7 +20,12 @@
 typedef enum { MS_LOG_ERROR = 0, MS_LOG_WARN, MS_LOG_INFO, MS_LOG_DEBUG } ms_log_level_t;
 typedef enum { MS_LOG_TEXT = 0, MS_LOG_JSON } ms_log_format_t;
 
-typedef enum { MS_LOG_FIELD_NONE = 0, MS_LOG_FIELD_STR, MS_LOG_FIELD_INT, MS_LOG_FIELD_DOUBLE } ms_log_field_type_t;
+typedef enum {
+    MS_LOG_FIELD_NONE = 0,
+    MS_LOG_FIELD_STR,
+    MS_LOG_FIELD_INT,
+    MS_LOG_FIELD_DOUBLE
+} ms_log_field_type_t;
 
 typedef struct {
     const char *key;
@@ -53,7 +58,7 @@ void ms_log_write(ms_log_level_t level, const char *msg, const ms_log_field_t *f
             const ms_log_field_t ms_log_fields_[] = {{NULL, MS_LOG_FIELD_NONE, {.i = 0}},          \
                                                      ##__VA_ARGS__};                               \
             ms_log_write(level, msg, ms_log_fields_ + 1,                                           \
-                         sizeof ms_log_fields_ / sizeof ms_log_fields_[0] - 1);                   \
+                         sizeof ms_log_fields_ / sizeof ms_log_fields_[0] - 1);                    \
         }                                                                                          \
     } while (0)
 

@@ -32,8 +32,8 @@
 #define MS_RESERVATION_ANNOTATION "autoscaling.meshscaler.io/starting-pod-reservation"
 
 typedef struct {
-    bool paused;        /* never write the target */
-    bool has_replicas;  /* hold the target at `replicas` */
+    bool paused;       /* never write the target */
+    bool has_replicas; /* hold the target at `replicas` */
     int32_t replicas;
     bool no_scale_in;
     bool no_scale_out;
@@ -42,11 +42,11 @@ typedef struct {
 
 /* What the pause does to one decision. */
 typedef enum {
-    MS_PAUSE_NONE = 0,   /* desired unchanged, write allowed */
-    MS_PAUSE_NO_WRITE,   /* paused: report only */
-    MS_PAUSE_HELD,       /* paused-replicas: desired forced to N */
-    MS_PAUSE_SCALE_IN,   /* a scale-in was cancelled */
-    MS_PAUSE_SCALE_OUT   /* a scale-out was cancelled */
+    MS_PAUSE_NONE = 0, /* desired unchanged, write allowed */
+    MS_PAUSE_NO_WRITE, /* paused: report only */
+    MS_PAUSE_HELD,     /* paused-replicas: desired forced to N */
+    MS_PAUSE_SCALE_IN, /* a scale-in was cancelled */
+    MS_PAUSE_SCALE_OUT /* a scale-out was cancelled */
 } ms_pause_effect_t;
 
 /* Read metadata.annotations (may be NULL) into *out. Values "true"/"false"

@@ -37,31 +37,31 @@
 #include "meshscaler/http.h"
 
 /* Why a value is missing (or MS_PROM_OK). X(name, sentence) */
-#define MS_PROM_REASON_MAP(X)                                                                  \
-    X(OK, "the value was observed")                                                            \
-    X(UNAVAILABLE, "Prometheus could not be reached")                                          \
-    X(TIMEOUT, "the query timed out")                                                          \
-    X(TLS, "the TLS handshake with Prometheus failed")                                         \
-    X(TRANSPORT, "the connection to Prometheus failed during the transfer")                    \
-    X(CANCELLED, "the query was cancelled")                                                    \
-    X(CREDENTIALS, "the bearer token file cannot be read")                                     \
-    X(UNAUTHORIZED, "Prometheus refused the credentials")                                      \
-    X(HTTP_STATUS, "Prometheus answered with an unexpected HTTP status")                       \
-    X(BAD_QUERY, "Prometheus rejected the query as invalid")                                   \
-    X(EXECUTION, "Prometheus failed to execute the query")                                     \
-    X(SERVER_ERROR, "Prometheus reported an internal error")                                   \
-    X(MALFORMED, "the response is not a Prometheus API response")                              \
-    X(TRUNCATED, "the response ended before the JSON was complete")                            \
-    X(TOO_LARGE, "the response exceeds its size limit")                                        \
-    X(NO_DATA, "the query returned no samples")                                                \
-    X(AMBIGUOUS, "the query returned more than one sample where one number was expected")      \
-    X(WRONG_TYPE, "the query returned a matrix or a string, not one number")                   \
-    X(NOT_A_NUMBER, "the value is NaN")                                                        \
-    X(INFINITE, "the value is infinite")                                                       \
-    X(STALE, "the newest sample is older than the staleness limit")                            \
-    X(NO_LIMIT, "no limit is known, so no utilization can be computed")                        \
-    X(TEMPLATE, "the query template cannot be expanded")                                       \
-    X(NOT_CONFIGURED, "no query is configured for this value")                               \
+#define MS_PROM_REASON_MAP(X)                                                                      \
+    X(OK, "the value was observed")                                                                \
+    X(UNAVAILABLE, "Prometheus could not be reached")                                              \
+    X(TIMEOUT, "the query timed out")                                                              \
+    X(TLS, "the TLS handshake with Prometheus failed")                                             \
+    X(TRANSPORT, "the connection to Prometheus failed during the transfer")                        \
+    X(CANCELLED, "the query was cancelled")                                                        \
+    X(CREDENTIALS, "the bearer token file cannot be read")                                         \
+    X(UNAUTHORIZED, "Prometheus refused the credentials")                                          \
+    X(HTTP_STATUS, "Prometheus answered with an unexpected HTTP status")                           \
+    X(BAD_QUERY, "Prometheus rejected the query as invalid")                                       \
+    X(EXECUTION, "Prometheus failed to execute the query")                                         \
+    X(SERVER_ERROR, "Prometheus reported an internal error")                                       \
+    X(MALFORMED, "the response is not a Prometheus API response")                                  \
+    X(TRUNCATED, "the response ended before the JSON was complete")                                \
+    X(TOO_LARGE, "the response exceeds its size limit")                                            \
+    X(NO_DATA, "the query returned no samples")                                                    \
+    X(AMBIGUOUS, "the query returned more than one sample where one number was expected")          \
+    X(WRONG_TYPE, "the query returned a matrix or a string, not one number")                       \
+    X(NOT_A_NUMBER, "the value is NaN")                                                            \
+    X(INFINITE, "the value is infinite")                                                           \
+    X(STALE, "the newest sample is older than the staleness limit")                                \
+    X(NO_LIMIT, "no limit is known, so no utilization can be computed")                            \
+    X(TEMPLATE, "the query template cannot be expanded")                                           \
+    X(NOT_CONFIGURED, "no query is configured for this value")                                     \
     X(OVER_SHARE, "the object's share of the Prometheus round was used up")
 
 typedef enum {
@@ -102,17 +102,17 @@ typedef struct {
 } ms_prom_series_t;
 
 typedef struct {
-    ms_prom_reason_t reason;     /* MS_PROM_OK: a well-formed success response */
+    ms_prom_reason_t reason;      /* MS_PROM_OK: a well-formed success response */
     char message[MS_ERRBUF_SIZE]; /* one line; "" when OK */
-    long http_status;            /* 0 when none arrived */
+    long http_status;             /* 0 when none arrived */
     ms_prom_type_t type;
-    ms_prom_point_t scalar;    /* scalar results */
-    const char *string_value;  /* string results, borrowed from the result */
-    ms_prom_series_t *series;  /* vector and matrix results */
+    ms_prom_point_t scalar;   /* scalar results */
+    const char *string_value; /* string results, borrowed from the result */
+    ms_prom_series_t *series; /* vector and matrix results */
     size_t nseries;
-    size_t nwarnings;          /* Prometheus "warnings"; the data is still valid */
-    double seconds;            /* how long the answer took (a batch's run fills it) */
-    size_t bytes;              /* answer bytes read (a batch's run fills it) */
+    size_t nwarnings;             /* Prometheus "warnings"; the data is still valid */
+    double seconds;               /* how long the answer took (a batch's run fills it) */
+    size_t bytes;                 /* answer bytes read (a batch's run fills it) */
     char warning[MS_ERRBUF_SIZE]; /* the first one */
     /* private: besides series, a result owns three blocks, whatever the
      * number of series: every point, every label, and one arena holding
@@ -150,8 +150,8 @@ const char *ms_prom_series_label(const ms_prom_series_t *s, const char *name);
  * check) reject samples older than ref_time - max_age as MS_PROM_STALE.
  * On MS_PROM_OK *value is finite; on any other reason *value is untouched
  * and msg (may be NULL) gets one line. */
-ms_prom_reason_t ms_prom_result_number(const ms_prom_result_t *r, double ref_time,
-                                       double max_age, double *value, char *msg, size_t msglen);
+ms_prom_reason_t ms_prom_result_number(const ms_prom_result_t *r, double ref_time, double max_age,
+                                       double *value, char *msg, size_t msglen);
 
 /* The vector an instant query at time t would have answered, taken from a
  * range query's matrix evaluated at t: every series with a point at t (within
@@ -183,11 +183,11 @@ typedef struct {
     /* Extra request headers, "Name: value" (e.g. "X-Scope-OrgID: team-a"). */
     const char *const *headers;
     size_t nheaders;
-    ms_http_tls_t tls;        /* CA file or PEM, client cert, insecure_skip_verify */
-    long timeout_ms;          /* per query, whole transfer; 0: 10 000 */
-    long connect_timeout_ms;  /* 0: 5 000 */
-    size_t max_in_flight;     /* concurrent queries per ms_prom_run(); 0: 8 */
-    size_t max_body;          /* per response; 0: 1 MiB */
+    ms_http_tls_t tls;       /* CA file or PEM, client cert, insecure_skip_verify */
+    long timeout_ms;         /* per query, whole transfer; 0: 10 000 */
+    long connect_timeout_ms; /* 0: 5 000 */
+    size_t max_in_flight;    /* concurrent queries per ms_prom_run(); 0: 8 */
+    size_t max_body;         /* per response; 0: 1 MiB */
     /* The circuit breaker: after this many runs in a row in which every query
      * failed in transport (refused, timeout, TLS, dropped), runs send nothing
      * and report UNAVAILABLE for a backoff (0: 3 runs; 5 s, doubling up to
@@ -211,15 +211,15 @@ typedef struct {
     double time;       /* instant: evaluation time, unix seconds; 0: the server's now */
     bool range;        /* true: /api/v1/query_range over [start, end] by step */
     double start, end, step;
-    size_t max_bytes;  /* the largest answer this query may read when more than the
-                          client's max_body (--prometheus-max-response-bytes); 0: that */
-    bool preset;       /* a preset's query (prom_sources.h): series per namespace,
-                          workload and field, not one number */
+    size_t max_bytes; /* the largest answer this query may read when more than the
+                         client's max_body (--prometheus-max-response-bytes); 0: that */
+    bool preset;      /* a preset's query (prom_sources.h): series per namespace,
+                         workload and field, not one number */
     /* A round's fair shares (tick.c): 0 for none. A query stopped at its own
      * share ends as MS_PROM_OVER_SHARE, and no other query is touched. */
-    double share_seconds; /* the longest it may run, when less than the client's timeout */
-    size_t share_bytes;   /* the largest answer it may read, when less than its cap */
-    size_t group;         /* its tenant: groups share the run's slots fairly (http.h) */
+    double share_seconds;    /* the longest it may run, when less than the client's timeout */
+    size_t share_bytes;      /* the largest answer it may read, when less than its cap */
+    size_t group;            /* its tenant: groups share the run's slots fairly (http.h) */
     ms_prom_result_t result; /* initialised and filled by ms_prom_run() */
 } ms_prom_query_t;
 
@@ -250,9 +250,9 @@ typedef struct {
     unsigned long long queries;  /* requests sent */
     unsigned long long failures; /* results with a reason other than OK/NO_DATA */
     unsigned long long token_reads;
-    unsigned long long skipped;  /* queries not sent: the circuit breaker was open */
-    unsigned long long opened;   /* times the circuit breaker opened */
-    bool open;                   /* the circuit breaker is open now */
+    unsigned long long skipped; /* queries not sent: the circuit breaker was open */
+    unsigned long long opened;  /* times the circuit breaker opened */
+    bool open;                  /* the circuit breaker is open now */
 } ms_prom_client_stats_t;
 void ms_prom_client_stats(ms_prom_client_t *client, ms_prom_client_stats_t *out);
 /* Queries one run keeps in flight, and the answer cap of a query. */
@@ -281,8 +281,8 @@ typedef enum {
 
 /* One label matcher as written (not NUL-terminated, escapes not decoded). */
 typedef struct {
-    const char *name;  /* an identifier, or a quoted label name with its quotes;
-                          "__name__" for a lone quoted metric name ({"a.b"}) */
+    const char *name; /* an identifier, or a quoted label name with its quotes;
+                         "__name__" for a lone quoted metric name ({"a.b"}) */
     size_t name_len;
     ms_prom_match_op_t op;
     const char *value; /* the string literal with its quotes */
@@ -310,8 +310,8 @@ typedef bool (*ms_prom_selector_fn)(const ms_prom_selector_t *sel, void *ctx);
  * reason naming a byte offset when the query cannot be read (an unclosed
  * string, brace, bracket or parenthesis, a character PromQL does not allow,
  * malformed label matchers) or holds nothing but blanks and comments. */
-ms_err_t ms_prom_selectors_scan(const char *query, ms_prom_selector_fn fn, void *ctx,
-                                char *errbuf, size_t errlen);
+ms_err_t ms_prom_selectors_scan(const char *query, ms_prom_selector_fn fn, void *ctx, char *errbuf,
+                                size_t errlen);
 
 /* The longest window any range or subquery of query reads, in seconds:
  * rate(x[5m]) 300, max_over_time(y[1h:1m]) 3600; 0 when the query has none
@@ -325,7 +325,7 @@ ms_err_t ms_prom_query_window(const char *query, double *seconds, char *errbuf, 
  * query and the guardrail queries) with the controller's Prometheus
  * credentials. Presets are not user PromQL and always run. */
 typedef enum {
-    MS_USER_QUERIES_ALLOW = 0, /* anything (the default, for compatibility) */
+    MS_USER_QUERIES_ALLOW = 0,  /* anything (the default, for compatibility) */
     MS_USER_QUERIES_NAMESPACED, /* only selectors restricted to the object's namespace */
     MS_USER_QUERIES_DENY        /* none: presets only */
 } ms_user_queries_t;

@@ -200,14 +200,13 @@ ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *opts, char *err
 void ms_prom_tick_free(ms_prom_tick_t *tick);
 
 /* Observe n objects (every query is evaluated at Prometheus's own now: a
- * clock skew between the two never hides or ages a sample). Fills out[0..n), or nothing when out is NULL (read each
- * object later with ms_prom_tick_observe). Returns MS_OK unless the batch
- * could not run at all (MS_ERR_NOMEM, MS_ERR_IO); per-value failures are in
- * out. The answers are digested and freed before it returns: the tick keeps
- * a few bytes per object until the next run or ms_prom_tick_free. A preset
- * query may read 4 KiB of answer per workload it may cover (the options'
- * answer_workloads, at least its objects of the kind), or the client's
- * max_body when that is larger. */
+ * clock skew between the two never hides or ages a sample). Fills out[0..n), or nothing when out is
+ * NULL (read each object later with ms_prom_tick_observe). Returns MS_OK unless the batch could not
+ * run at all (MS_ERR_NOMEM, MS_ERR_IO); per-value failures are in out. The answers are digested and
+ * freed before it returns: the tick keeps a few bytes per object until the next run or
+ * ms_prom_tick_free. A preset query may read 4 KiB of answer per workload it may cover (the
+ * options' answer_workloads, at least its objects of the kind), or the client's max_body when that
+ * is larger. */
 ms_err_t ms_prom_tick_run(ms_prom_tick_t *tick, ms_prom_client_t *client,
                           const ms_prom_object_t *objs, size_t n, ms_prom_object_obs_t *out);
 /* The same within bounds (prom.h: a deadline, a cancel flag, a byte budget

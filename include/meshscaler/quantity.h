@@ -21,12 +21,11 @@
  * On failure returns MS_ERR_PARSE (bad syntax) or MS_ERR_RANGE (too large to
  * represent), writes a one-line reason naming the text into errbuf, and leaves
  * *out unmodified. */
-ms_err_t ms_quantity_parse(const char *text, double *out, char *errbuf,
-                           size_t errlen);
+ms_err_t ms_quantity_parse(const char *text, double *out, char *errbuf, size_t errlen);
 
 /* Same, for a text of explicit length (it need not be NUL-terminated and
  * must not contain NUL bytes). Used by the fuzz target and JSON readers. */
-ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out,
-                             char *errbuf, size_t errlen);
+ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out, char *errbuf,
+                             size_t errlen);
 
 #endif

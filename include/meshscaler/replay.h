@@ -81,18 +81,18 @@ typedef int (*ms_replay_tick_fn)(void *ctx, const ms_replay_tick_t *tick);
 typedef struct {
     size_t steps;
     double step;
-    double replica_seconds;        /* meshscaler's desired count over time */
-    double actual_replica_seconds; /* the target's, over the steps it was known */
-    double meshscaler_same_span;   /* meshscaler's, over those same steps */
-    size_t known_steps;            /* steps with the actual count known */
-    double above_target_seconds;   /* some metric above its target (past tolerance),
-                                      at meshscaler's count */
+    double replica_seconds;             /* meshscaler's desired count over time */
+    double actual_replica_seconds;      /* the target's, over the steps it was known */
+    double meshscaler_same_span;        /* meshscaler's, over those same steps */
+    size_t known_steps;                 /* steps with the actual count known */
+    double above_target_seconds;        /* some metric above its target (past tolerance),
+                                           at meshscaler's count */
     double actual_above_target_seconds; /* the same as read, at the actual count */
-    unsigned scale_events;         /* steps where meshscaler changed its count */
-    unsigned actual_changes;       /* changes of the actual count */
-    double first_scale_up;         /* NAN: none */
-    double first_actual_scale_up;  /* NAN: none */
-    size_t blind_steps;            /* every metric missing */
+    unsigned scale_events;              /* steps where meshscaler changed its count */
+    unsigned actual_changes;            /* changes of the actual count */
+    double first_scale_up;              /* NAN: none */
+    double first_actual_scale_up;       /* NAN: none */
+    size_t blind_steps;                 /* every metric missing */
 } ms_replay_summary_t;
 
 /* Run the replay. MS_ERR_INVALID (errbuf) for bad options or a template
@@ -101,9 +101,8 @@ typedef struct {
  * how to narrow the range); MS_ERR_NOMEM. Values Prometheus cannot give are
  * missing in the steps, with their reasons, as in the controller: a failed
  * chunk is no error of the replay. */
-ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
-                       ms_replay_tick_fn fn, void *ctx, ms_replay_summary_t *summary,
-                       char *errbuf, size_t errlen);
+ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o, ms_replay_tick_fn fn,
+                       void *ctx, ms_replay_summary_t *summary, char *errbuf, size_t errlen);
 
 /* ---- output (output.c): `meshscaler replay -o table|json|scenario` ----
  * Each writes to `to` or returns a new cJSON tree the caller owns (NULL

@@ -81,13 +81,13 @@ typedef struct {
     const ms_scrape_family_t *families; /* borrowed for the parser's life */
     size_t nfamilies;
     ms_scrape_total_t totals[MS_SCRAPE_MAX_FAMILIES];
-    size_t max_bytes;  /* the answer's cap */
-    size_t bytes;      /* fed so far */
-    size_t lineno;     /* lines completed so far */
-    size_t lines;      /* sample lines read (every family) */
-    bool eof;          /* OpenMetrics' "# EOF" was read: nothing may follow */
-    ms_err_t err;      /* MS_OK, or the sticky error */
-    size_t carry_len;  /* bytes of an unfinished line in carry */
+    size_t max_bytes; /* the answer's cap */
+    size_t bytes;     /* fed so far */
+    size_t lineno;    /* lines completed so far */
+    size_t lines;     /* sample lines read (every family) */
+    bool eof;         /* OpenMetrics' "# EOF" was read: nothing may follow */
+    ms_err_t err;     /* MS_OK, or the sticky error */
+    size_t carry_len; /* bytes of an unfinished line in carry */
     char carry[MS_SCRAPE_MAX_LINE];
 } ms_scrape_parser_t;
 
@@ -121,24 +121,24 @@ typedef enum {
 
 /* What a preset's family stands for. */
 typedef enum {
-    MS_SCRAPE_ROLE_IN_FLIGHT,     /* gauge: requests in flight at the app now */
-    MS_SCRAPE_ROLE_LIMIT,         /* gauge: the pod's in-flight limit */
-    MS_SCRAPE_ROLE_REMAINING,     /* gauge: room left below the limit (Envoy's
-                                     circuit breaker): limit = in flight + this */
-    MS_SCRAPE_ROLE_BUSY_MS,       /* counter: milliseconds of latency accrued; its
-                                     rate / 1000 is the mean in flight (Little's law) */
-    MS_SCRAPE_ROLE_ADMITTED,      /* counter: requests admitted (saturation guard) */
-    MS_SCRAPE_ROLE_REJECTED,      /* counter or gauge: requests refused or queued */
+    MS_SCRAPE_ROLE_IN_FLIGHT, /* gauge: requests in flight at the app now */
+    MS_SCRAPE_ROLE_LIMIT,     /* gauge: the pod's in-flight limit */
+    MS_SCRAPE_ROLE_REMAINING, /* gauge: room left below the limit (Envoy's
+                                 circuit breaker): limit = in flight + this */
+    MS_SCRAPE_ROLE_BUSY_MS,   /* counter: milliseconds of latency accrued; its
+                                 rate / 1000 is the mean in flight (Little's law) */
+    MS_SCRAPE_ROLE_ADMITTED,  /* counter: requests admitted (saturation guard) */
+    MS_SCRAPE_ROLE_REJECTED,  /* counter or gauge: requests refused or queued */
     MS_SCRAPE_ROLE__COUNT
 } ms_scrape_role_t;
 
 /* One proxy's endpoint and families, as data: a caller may copy it and
  * change port or path (issue 27: "overridable"). */
 typedef struct {
-    const char *proxy;   /* "haproxy", "envoy", "linkerd" */
+    const char *proxy; /* "haproxy", "envoy", "linkerd" */
     unsigned port;
-    const char *path;    /* with its query, e.g. Envoy's filter */
-    const char *accept;  /* the Accept header to send */
+    const char *path;   /* with its query, e.g. Envoy's filter */
+    const char *accept; /* the Accept header to send */
     ms_scrape_family_t families[MS_SCRAPE_MAX_FAMILIES];
     ms_scrape_role_t roles[MS_SCRAPE_MAX_FAMILIES];
     bool counter[MS_SCRAPE_MAX_FAMILIES]; /* a counter: its rate is what counts */

@@ -68,14 +68,14 @@ typedef struct {
      * "0" or NULL turns the endpoint off, as in controller-runtime. */
     const char *metrics_addr;
     const char *health_addr;
-    ms_metrics_t *metrics;     /* rendered on /metrics; may be NULL */
-    const atomic_bool *ready;  /* /readyz is 200 while true, else 503 */
-    const atomic_bool *alive;  /* /healthz is 200 while true; NULL: always */
+    ms_metrics_t *metrics;    /* rendered on /metrics; may be NULL */
+    const atomic_bool *ready; /* /readyz is 200 while true, else 503 */
+    const atomic_bool *alive; /* /healthz is 200 while true; NULL: always */
 
     /* Secure metrics. */
-    bool metrics_tls;          /* HTTPS on the metrics address */
-    const char *tls_cert_file; /* PEM (a chain is fine), with ... */
-    const char *tls_key_file;  /* ... its key; both NULL: self-signed in memory */
+    bool metrics_tls;                 /* HTTPS on the metrics address */
+    const char *tls_cert_file;        /* PEM (a chain is fine), with ... */
+    const char *tls_key_file;         /* ... its key; both NULL: self-signed in memory */
     ms_server_authorize_fn authorize; /* NULL: /metrics is open; needs metrics_tls */
     ms_server_lookup_fn lookup;       /* NULL: every token waits for authorize */
     void *authorize_ctx;              /* for both */

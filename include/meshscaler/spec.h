@@ -183,8 +183,7 @@ int32_t ms_spec_longest_period(const ms_spec_t *spec);
  * (min <= max, unique names, a metric per saturation entry, a limit per
  * downstream). On failure returns MS_ERR_INVALID with "path: reason" in
  * errbuf. `offline` relaxes the rules about queries (decide ignores them). */
-ms_err_t ms_spec_validate(const ms_spec_t *spec, bool offline, char *errbuf,
-                          size_t errlen);
+ms_err_t ms_spec_validate(const ms_spec_t *spec, bool offline, char *errbuf, size_t errlen);
 
 const char *ms_source_type_name(ms_source_type_t t);
 const char *ms_proxy_name(ms_proxy_t p);

@@ -32,13 +32,13 @@
 #include "meshscaler/spec.h"
 
 /* Condition types, in the order the status lists them. */
-#define MS_STATUS_CONDITION_TYPES(X)                                           \
-    X(AbleToScale)                                                             \
-    X(ScalingActive)                                                           \
-    X(ScalingLimited)                                                          \
-    X(DownstreamLimited)                                                       \
-    X(RetryStorm)                                                              \
-    X(Saturated)                                                               \
+#define MS_STATUS_CONDITION_TYPES(X)                                                               \
+    X(AbleToScale)                                                                                 \
+    X(ScalingActive)                                                                               \
+    X(ScalingLimited)                                                                              \
+    X(DownstreamLimited)                                                                           \
+    X(RetryStorm)                                                                                  \
+    X(Saturated)                                                                                   \
     X(DryRun)
 
 typedef enum {
@@ -60,7 +60,7 @@ typedef enum {
     X(ABLE_FAILED_UPDATE, AbleToScale, "False", "FailedUpdateScale",                               \
       "the target's scale cannot be updated")                                                      \
     X(ABLE_CONFLICT, AbleToScale, "False", "ConflictingAutoscaler",                                \
-      "another autoscaler targets the same workload, so this one does not write until it is "     \
+      "another autoscaler targets the same workload, so this one does not write until it is "      \
       "removed")                                                                                   \
     X(ABLE_PAUSED, AbleToScale, "False", "Paused",                                                 \
       "scaling is paused by annotation, so the target is not written")                             \
@@ -68,8 +68,7 @@ typedef enum {
       "the replica count was computed from the metrics")                                           \
     X(ACTIVE_FAILED_METRICS, ScalingActive, "False", "FailedGetMetrics",                           \
       "metrics are missing, so the replica count is held and never lowered")                       \
-    X(ACTIVE_INVALID_SPEC, ScalingActive, "False", "InvalidSpec",                                  \
-      "the spec cannot be used")                                                                   \
+    X(ACTIVE_INVALID_SPEC, ScalingActive, "False", "InvalidSpec", "the spec cannot be used")       \
     X(ACTIVE_DISABLED, ScalingActive, "False", "ScalingDisabled",                                  \
       "scaling is disabled since the replica count of the target is zero")                         \
     X(LIMITED_TOO_MANY, ScalingLimited, "True", "TooManyReplicas",                                 \
@@ -89,14 +88,15 @@ typedef enum {
     X(DOWNSTREAM_NONE, DownstreamLimited, "False", "NotConfigured",                                \
       "no downstream guardrail is configured")                                                     \
     X(STORM_YES, RetryStorm, "True", "RetryShareAboveThreshold",                                   \
-      "retries are above the threshold share of requests, so they are discounted and the "        \
+      "retries are above the threshold share of requests, so they are discounted and the "         \
       "replica count is not lowered")                                                              \
     X(STORM_NO, RetryStorm, "False", "RetryShareBelowThreshold",                                   \
       "retries are not above the threshold share of requests")                                     \
     X(STORM_NONE, RetryStorm, "False", "NotConfigured", "no retry-storm guardrail is configured")  \
     X(SATURATED_YES, Saturated, "True", "SaturationCorrected",                                     \
       "a saturated proxy rejects requests, so the demand it hides was added to the metric")        \
-    X(SATURATED_NO, Saturated, "False", "NotSaturated", "no proxy rejects requests for saturation") \
+    X(SATURATED_NO, Saturated, "False", "NotSaturated",                                            \
+      "no proxy rejects requests for saturation")                                                  \
     X(SATURATED_SETTLING, Saturated, "False", "ReadyPodsSettling",                                 \
       "pods turned Ready within the window of the saturation rates, which measured the pods "      \
       "before them: the correction waits for a window of the current pods")                        \
@@ -123,41 +123,41 @@ const char *ms_condition_reason_sentence(ms_condition_reason_t r);
 
 /* What this sync came to. */
 typedef enum {
-    MS_STATUS_DECIDED = 0,      /* the engine decided: `decision` is set */
-    MS_STATUS_INVALID_SPEC,     /* the spec is unusable (a spec error, no hot retry) */
-    MS_STATUS_FAILED_GET_SCALE  /* the target's scale could not be read */
+    MS_STATUS_DECIDED = 0,     /* the engine decided: `decision` is set */
+    MS_STATUS_INVALID_SPEC,    /* the spec is unusable (a spec error, no hot retry) */
+    MS_STATUS_FAILED_GET_SCALE /* the target's scale could not be read */
 } ms_status_outcome_t;
 
 typedef struct {
-    const cJSON *previous;   /* the object's .status; NULL or non-object: none */
-    const ms_spec_t *spec;   /* for INVALID_SPEC it may be partial (NULL target ref) */
-    long long generation;    /* metadata.generation */
-    const char *now;         /* RFC 3339 wall time of this sync: "2026-11-30T02:05:00Z" */
+    const cJSON *previous; /* the object's .status; NULL or non-object: none */
+    const ms_spec_t *spec; /* for INVALID_SPEC it may be partial (NULL target ref) */
+    long long generation;  /* metadata.generation */
+    const char *now;       /* RFC 3339 wall time of this sync: "2026-11-30T02:05:00Z" */
     ms_status_outcome_t outcome;
-    const char *problem;     /* one-line detail: why the spec is invalid, why the scale
-                                could not be read or written, which autoscaler conflicts;
-                                NULL: none */
+    const char *problem; /* one-line detail: why the spec is invalid, why the scale
+                            could not be read or written, which autoscaler conflicts;
+                            NULL: none */
 
     /* MS_STATUS_DECIDED only */
     const ms_decision_t *decision;
-    int32_t desired;         /* what the controller aims at (decision's desired after
-                                pausing annotations) */
-    const char *message;     /* lastDecision.message; NULL: ms_decision_explain() */
-    const char *missing;     /* why a missing metric is missing, for ScalingActive:
-                                "sidecar: TIMEOUT the round's deadline passed"; NULL: none */
+    int32_t desired;             /* what the controller aims at (decision's desired after
+                                    pausing annotations) */
+    const char *message;         /* lastDecision.message; NULL: ms_decision_explain() */
+    const char *missing;         /* why a missing metric is missing, for ScalingActive:
+                                    "sidecar: TIMEOUT the round's deadline passed"; NULL: none */
     const char *saturation_held; /* for Saturated: which corrections wait for pods that
                                 just turned Ready, and why; NULL: none */
-    bool scaled;             /* a scale update was applied in this sync: lastScaleTime = now */
-    bool write_failed;       /* an update was tried and refused (problem says why) */
-    bool conflict;           /* another autoscaler targets the workload (problem names it) */
-    bool paused;             /* the paused annotation stops writes */
-    const char *pause_note;  /* detail for Paused, e.g. ms_pause_effect_sentence(); may be NULL */
-    bool dry_run;            /* spec.dryRun or --dry-run */
+    bool scaled;                 /* a scale update was applied in this sync: lastScaleTime = now */
+    bool write_failed;           /* an update was tried and refused (problem says why) */
+    bool conflict;               /* another autoscaler targets the workload (problem names it) */
+    bool paused;                 /* the paused annotation stops writes */
+    const char *pause_note; /* detail for Paused, e.g. ms_pause_effect_sentence(); may be NULL */
+    bool dry_run;           /* spec.dryRun or --dry-run */
     /* Shadow mode beside an HPA (DECIDED): status.hpaComparison. NULL name: none. */
     const char *hpa_name;
     int32_t hpa_desired;
     const ms_compare_t *hpa_compare;
-    double hpa_since;        /* wall seconds of the first compared sync */
+    double hpa_since; /* wall seconds of the first compared sync */
 } ms_status_input_t;
 
 /* Zero *in (every flag false, pointers NULL, outcome DECIDED). */
@@ -217,8 +217,7 @@ cJSON *ms_status_merge_patch(const cJSON *previous, const cJSON *status);
  * from zero again.
  * Returns true when the last recommendation was restored. */
 bool ms_status_restore_memory(const cJSON *previous, const ms_spec_t *spec, double now_wall,
-                              double now_engine, int32_t current_replicas,
-                              ms_engine_memory_t *mem);
+                              double now_engine, int32_t current_replicas, ms_engine_memory_t *mem);
 
 /* The "targets" column for a decision ("sidecar: 91%/70%, rps: 100/120",
  * at most two metrics then " + N more...", as kubectl prints HPAs) into

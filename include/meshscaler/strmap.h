@@ -25,9 +25,9 @@
 typedef const char *(*ms_strmap_key_fn)(const void *val, const void *ctx);
 
 typedef struct {
-    char **keys;  /* owned copies; NULL in an intrusive map */
-    void **vals;  /* NULL: an empty slot */
-    size_t cap;   /* a power of two, or 0 */
+    char **keys; /* owned copies; NULL in an intrusive map */
+    void **vals; /* NULL: an empty slot */
+    size_t cap;  /* a power of two, or 0 */
     size_t n;
     ms_strmap_key_fn key_of; /* intrusive maps only */
     const void *key_ctx;

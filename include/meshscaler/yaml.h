@@ -31,7 +31,6 @@
  * that holds nothing (a trailing "---") is left out. MS_ERR_INVALID with
  * "line L, column C: problem" in errbuf on a syntax error, an alias, too
  * deep nesting, a duplicate key or a NUL, *docs untouched; MS_ERR_NOMEM. */
-ms_err_t ms_yaml_load_all(const char *text, size_t len, cJSON **docs, char *errbuf,
-                          size_t errlen);
+ms_err_t ms_yaml_load_all(const char *text, size_t len, cJSON **docs, char *errbuf, size_t errlen);
 
 #endif

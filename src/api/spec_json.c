@@ -33,24 +33,25 @@ ms_err_t ms_json_quantity(const cJSON *item, const ms_jpath_t *p, double *out, c
 
 /* Read obj.key with reader call `expr`, maintaining the path. Optional keys
  * that are absent or null are skipped. */
-#define READ_KEY(obj, key, required, expr)                                      \
-    do {                                                                        \
-        const cJSON *item = ms_json_child((obj), (key));                                \
-        size_t saved_ = ms_jpath_push_key(p, (key));                            \
-        if (ms_json_is_absent(item)) {                                          \
-            if (required) {                                                     \
-                err = ms_jpath_errf(p, errbuf, errlen, "required");             \
-                goto out;                                                       \
-            }                                                                   \
-        } else if ((err = (expr)) != MS_OK) {                                   \
-            goto out;                                                           \
-        }                                                                       \
-        ms_jpath_pop(p, saved_);                                                \
+#define READ_KEY(obj, key, required, expr)                                                         \
+    do {                                                                                           \
+        const cJSON *item = ms_json_child((obj), (key));                                           \
+        size_t saved_ = ms_jpath_push_key(p, (key));                                               \
+        if (ms_json_is_absent(item)) {                                                             \
+            if (required) {                                                                        \
+                err = ms_jpath_errf(p, errbuf, errlen, "required");                                \
+                goto out;                                                                          \
+            }                                                                                      \
+        } else if ((err = (expr)) != MS_OK) {                                                      \
+            goto out;                                                                              \
+        }                                                                                          \
+        ms_jpath_pop(p, saved_);                                                                   \
     } while (0)
 
 static bool valid_name(const char *s)
 {
-    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= '0' && s[0] <= '9')))
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+          (s[0] >= '0' && s[0] <= '9')))
         return false;
     for (const char *c = s; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
@@ -66,7 +67,8 @@ static ms_err_t read_name(const cJSON *item, ms_jpath_t *p, char *buf, char *err
     if (err == MS_OK && !valid_name(buf))
         err = ms_jpath_errf(p, errbuf, errlen,
                             "\"%s\" is not a valid name (letters, digits, '-', '_' and '.', "
-                            "starting with a letter or digit)", buf);
+                            "starting with a letter or digit)",
+                            buf);
     return err;
 }
 
@@ -86,7 +88,8 @@ static bool dns1123_label(const char *s)
 
 /* A downstream's budget (§2b): the same words the API server's schema
  * gives, so `decide` and `kubectl apply` refuse a name alike. */
-static ms_err_t read_budget(const cJSON *item, ms_jpath_t *p, char *buf, char *errbuf, size_t errlen)
+static ms_err_t read_budget(const cJSON *item, ms_jpath_t *p, char *buf, char *errbuf,
+                            size_t errlen)
 {
     ms_err_t err;
 
@@ -97,7 +100,8 @@ static ms_err_t read_budget(const cJSON *item, ms_jpath_t *p, char *buf, char *e
     if (err == MS_OK && !dns1123_label(buf))
         err = ms_jpath_errf(p, errbuf, errlen,
                             "\"%s\" must be a DNS-1123 label (lower-case letters, digits and '-', "
-                            "starting and ending with a letter or digit)", buf);
+                            "starting and ending with a letter or digit)",
+                            buf);
     return err;
 }
 
@@ -120,8 +124,8 @@ static ms_err_t fraction(const cJSON *item, ms_jpath_t *p, double lo, bool lo_op
     ms_err_t err = ms_json_number(item, p, &v, errbuf, errlen);
 
     if (err == MS_OK && ((lo_open ? v <= lo : v < lo) || (hi_open ? v >= hi : v > hi)))
-        err = ms_jpath_errf(p, errbuf, errlen, "must be in %c%g, %g%c", lo_open ? '(' : '[', lo,
-                            hi, hi_open ? ')' : ']');
+        err = ms_jpath_errf(p, errbuf, errlen, "must be in %c%g, %g%c", lo_open ? '(' : '[', lo, hi,
+                            hi_open ? ')' : ']');
     if (err == MS_OK)
         *out = v;
     return err;
@@ -185,7 +189,8 @@ static ms_err_t read_source(const cJSON *m_json, ms_jpath_t *p, ms_metric_spec_t
             goto out;
         switch (m->source) {
         case MS_SOURCE_SIDECAR_CONCURRENCY:
-            READ_KEY(block, "proxy", true, ms_json_enum(item, p, proxies, 3, &proxy, errbuf, errlen));
+            READ_KEY(block, "proxy", true,
+                     ms_json_enum(item, p, proxies, 3, &proxy, errbuf, errlen));
             m->proxy = (ms_proxy_t)(proxy + 1);
             READ_KEY(block, "limit", false, positive(item, p, &m->limit, errbuf, errlen));
             m->has_limit = !ms_json_is_absent(ms_json_child(block, "limit"));
@@ -256,7 +261,8 @@ static ms_err_t read_policies(const cJSON *arr, ms_jpath_t *p, ms_scaling_rules_
         return ms_jpath_errf(p, errbuf, errlen, "at least one policy is required");
     if (cJSON_GetArraySize(arr) > MS_MAX_POLICIES)
         return ms_jpath_errf(p, errbuf, errlen, "at most %d policies are allowed", MS_MAX_POLICIES);
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach(it, arr)
+    {
         size_t saved = ms_jpath_push_index(p, n);
         if ((err = read_policy(it, p, &r->policies[n], errbuf, errlen)) != MS_OK)
             return err;
@@ -303,13 +309,14 @@ out:
     return err;
 }
 
-static ms_err_t read_behavior(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, char *errbuf, size_t errlen)
+static ms_err_t read_behavior(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, char *errbuf,
+                              size_t errlen)
 {
     return ms_behavior_from_json(j, p, &s->scale_up, &s->scale_down, errbuf, errlen);
 }
 
-static ms_err_t read_downstream(const cJSON *j, ms_jpath_t *p, ms_downstream_spec_t *d, char *errbuf,
-                                size_t errlen)
+static ms_err_t read_downstream(const cJSON *j, ms_jpath_t *p, ms_downstream_spec_t *d,
+                                char *errbuf, size_t errlen)
 {
     ms_err_t err = ms_json_object(j, p, errbuf, errlen);
 
@@ -317,8 +324,10 @@ static ms_err_t read_downstream(const cJSON *j, ms_jpath_t *p, ms_downstream_spe
         return err;
     d->max_utilization = MS_DEFAULT_MAX_UTILIZATION;
     READ_KEY(j, "name", true, read_name(item, p, d->name, errbuf, errlen));
-    READ_KEY(j, "usageQuery", false, ms_json_strdup(item, p, QUERY_MAX, &d->usage_query, errbuf, errlen));
-    READ_KEY(j, "limitQuery", false, ms_json_strdup(item, p, QUERY_MAX, &d->limit_query, errbuf, errlen));
+    READ_KEY(j, "usageQuery", false,
+             ms_json_strdup(item, p, QUERY_MAX, &d->usage_query, errbuf, errlen));
+    READ_KEY(j, "limitQuery", false,
+             ms_json_strdup(item, p, QUERY_MAX, &d->limit_query, errbuf, errlen));
     READ_KEY(j, "limit", false, positive(item, p, &d->limit, errbuf, errlen));
     d->has_limit = !ms_json_is_absent(ms_json_child(j, "limit"));
     READ_KEY(j, "perReplica", true, positive(item, p, &d->per_replica, errbuf, errlen));
@@ -348,11 +357,14 @@ static ms_err_t read_saturation(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, cha
     sat = &s->saturation[index];
     if (sat->enabled) {
         ms_jpath_push_key(p, "metric");
-        return ms_jpath_errf(p, errbuf, errlen, "metric \"%s\" already has a saturation entry", metric);
+        return ms_jpath_errf(p, errbuf, errlen, "metric \"%s\" already has a saturation entry",
+                             metric);
     }
     sat->enabled = true;
-    READ_KEY(j, "rejectedQuery", false, ms_json_strdup(item, p, QUERY_MAX, &sat->rejected_query, errbuf, errlen));
-    READ_KEY(j, "admittedQuery", false, ms_json_strdup(item, p, QUERY_MAX, &sat->admitted_query, errbuf, errlen));
+    READ_KEY(j, "rejectedQuery", false,
+             ms_json_strdup(item, p, QUERY_MAX, &sat->rejected_query, errbuf, errlen));
+    READ_KEY(j, "admittedQuery", false,
+             ms_json_strdup(item, p, QUERY_MAX, &sat->admitted_query, errbuf, errlen));
 out:
     return err;
 }
@@ -367,7 +379,8 @@ static ms_err_t read_retry_storm(const cJSON *j, ms_jpath_t *p, ms_retry_storm_s
     r->enabled = true;
     READ_KEY(j, "retryShareQuery", false,
              ms_json_strdup(item, p, QUERY_MAX, &r->retry_share_query, errbuf, errlen));
-    READ_KEY(j, "threshold", false, fraction(item, p, 0, false, 1, true, &r->threshold, errbuf, errlen));
+    READ_KEY(j, "threshold", false,
+             fraction(item, p, 0, false, 1, true, &r->threshold, errbuf, errlen));
 out:
     return err;
 }
@@ -392,7 +405,8 @@ static ms_err_t read_guardrails(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, cha
             goto out;
         }
         n = 0;
-        cJSON_ArrayForEach(it, arr) {
+        cJSON_ArrayForEach(it, arr)
+        {
             size_t at = ms_jpath_push_index(p, n);
             if ((err = read_downstream(it, p, &s->downstreams[n], errbuf, errlen)) != MS_OK)
                 goto out;
@@ -408,7 +422,8 @@ static ms_err_t read_guardrails(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, cha
         if ((err = ms_json_array(arr, p, errbuf, errlen)) != MS_OK)
             goto out;
         n = 0;
-        cJSON_ArrayForEach(it, arr) {
+        cJSON_ArrayForEach(it, arr)
+        {
             size_t at = ms_jpath_push_index(p, n++);
             if ((err = read_saturation(it, p, s, errbuf, errlen)) != MS_OK)
                 goto out;
@@ -432,7 +447,8 @@ static ms_err_t read_fallback(const cJSON *j, ms_jpath_t *p, ms_fallback_spec_t 
     f->enabled = true;
     READ_KEY(j, "failureThreshold", false,
              ms_json_int32(item, p, 1, INT32_MAX, &f->failure_threshold, errbuf, errlen));
-    READ_KEY(j, "replicas", true, ms_json_int32(item, p, 0, INT32_MAX, &f->replicas, errbuf, errlen));
+    READ_KEY(j, "replicas", true,
+             ms_json_int32(item, p, 0, INT32_MAX, &f->replicas, errbuf, errlen));
     READ_KEY(j, "mode", false, ms_json_enum(item, p, modes, 2, &mode, errbuf, errlen));
     f->mode = (ms_fallback_mode_t)mode;
 out:
@@ -446,14 +462,16 @@ static ms_err_t read_target_ref(const cJSON *j, ms_jpath_t *p, ms_spec_t *s, cha
 
     if (err != MS_OK)
         return err;
-    READ_KEY(j, "apiVersion", true, ms_json_strdup(item, p, REF_MAX, &s->target_api_version, errbuf, errlen));
+    READ_KEY(j, "apiVersion", true,
+             ms_json_strdup(item, p, REF_MAX, &s->target_api_version, errbuf, errlen));
     READ_KEY(j, "kind", true, ms_json_strdup(item, p, REF_MAX, &s->target_kind, errbuf, errlen));
     READ_KEY(j, "name", true, ms_json_strdup(item, p, REF_MAX, &s->target_name, errbuf, errlen));
 out:
     return err;
 }
 
-static ms_err_t read_metrics(const cJSON *arr, ms_jpath_t *p, ms_spec_t *s, char *errbuf, size_t errlen)
+static ms_err_t read_metrics(const cJSON *arr, ms_jpath_t *p, ms_spec_t *s, char *errbuf,
+                             size_t errlen)
 {
     ms_err_t err = ms_json_array(arr, p, errbuf, errlen);
     const cJSON *it;
@@ -465,7 +483,8 @@ static ms_err_t read_metrics(const cJSON *arr, ms_jpath_t *p, ms_spec_t *s, char
         return ms_jpath_errf(p, errbuf, errlen, "at least one metric is required");
     if (cJSON_GetArraySize(arr) > MS_MAX_METRICS)
         return ms_jpath_errf(p, errbuf, errlen, "at most %d metrics are allowed", MS_MAX_METRICS);
-    cJSON_ArrayForEach(it, arr) {
+    cJSON_ArrayForEach(it, arr)
+    {
         size_t saved = ms_jpath_push_index(p, n);
         if ((err = read_metric(it, p, &s->metrics[n], errbuf, errlen)) != MS_OK)
             return err;
@@ -489,8 +508,10 @@ ms_err_t ms_spec_from_json(const cJSON *json, ms_jpath_t *p, bool offline, ms_sp
     if (err != MS_OK)
         return err;
     READ_KEY(json, "scaleTargetRef", !offline, read_target_ref(item, p, s, errbuf, errlen));
-    READ_KEY(json, "minReplicas", false, ms_json_int32(item, p, 1, INT32_MAX, &s->min_replicas, errbuf, errlen));
-    READ_KEY(json, "maxReplicas", true, ms_json_int32(item, p, 1, INT32_MAX, &s->max_replicas, errbuf, errlen));
+    READ_KEY(json, "minReplicas", false,
+             ms_json_int32(item, p, 1, INT32_MAX, &s->min_replicas, errbuf, errlen));
+    READ_KEY(json, "maxReplicas", true,
+             ms_json_int32(item, p, 1, INT32_MAX, &s->max_replicas, errbuf, errlen));
     if (s->max_replicas < s->min_replicas) {
         ms_jpath_push_key(p, "maxReplicas");
         return ms_jpath_errf(p, errbuf, errlen, "%d is less than minReplicas %d",
@@ -498,7 +519,8 @@ ms_err_t ms_spec_from_json(const cJSON *json, ms_jpath_t *p, bool offline, ms_sp
     }
     READ_KEY(json, "dryRun", false, ms_json_bool(item, p, &s->dry_run, errbuf, errlen));
     READ_KEY(json, "syncPeriodSeconds", false,
-             ms_json_int32(item, p, 1, MS_MAX_SYNC_PERIOD_SECONDS, &s->sync_period_seconds, errbuf, errlen));
+             ms_json_int32(item, p, 1, MS_MAX_SYNC_PERIOD_SECONDS, &s->sync_period_seconds, errbuf,
+                           errlen));
     READ_KEY(json, "metrics", true, read_metrics(item, p, s, errbuf, errlen));
     READ_KEY(json, "behavior", false, read_behavior(item, p, s, errbuf, errlen));
     READ_KEY(json, "guardrails", false, read_guardrails(item, p, s, errbuf, errlen));

@@ -159,7 +159,10 @@ size_t ms__budgets_each_peer(const ms__budgets_t *b, const char *key,
     return calls;
 }
 
-static double resolved(double period, double def) { return period > 0 ? period : def; }
+static double resolved(double period, double def)
+{
+    return period > 0 ? period : def;
+}
 
 double ms__budgets_period(const ms__budgets_t *b, const char *key, double own, double def)
 {
@@ -192,7 +195,10 @@ bool ms__budgets_is_member(const ms__budgets_t *b, const char *key, const char *
     return m != NULL && names_has(m, budget);
 }
 
-bool ms__budgets_any(const ms__budgets_t *b) { return ms_strmap_size(&b->by_key) > 0; }
+bool ms__budgets_any(const ms__budgets_t *b)
+{
+    return ms_strmap_size(&b->by_key) > 0;
+}
 
 /* An object takes a share of a budget's room when its decision is written
  * as decided. One that pausing (paused, paused-replicas, a cancelled
@@ -228,7 +234,8 @@ static size_t find_root(size_t *parent, size_t i)
  * once, and a member of two budgets ties them together. */
 void ms__budget_groups(const ms_spec_t *const *specs, size_t n, size_t *next)
 {
-    size_t *parent = ms_xcalloc(n ? n : 1, sizeof *parent), *last = ms_xcalloc(n ? n : 1, sizeof *last);
+    size_t *parent = ms_xcalloc(n ? n : 1, sizeof *parent),
+           *last = ms_xcalloc(n ? n : 1, sizeof *last);
     ms_strmap_t first; /* budget name -> 1 + the first entry naming it */
 
     ms_strmap_init(&first);

@@ -21,7 +21,10 @@ static size_t group_len(const char *api_version)
     return slash ? (size_t)(slash - api_version) : 0;
 }
 
-static bool eq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+static bool eq(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
 
 bool ms_conflict_same_target(const ms_conflict_target_t *a, const ms_conflict_target_t *b)
 {
@@ -50,8 +53,8 @@ bool ms_conflict_target_of(const cJSON *obj, ms_conflict_target_t *out)
     return out->namespace_ && out->api_version && out->kind && out->name;
 }
 
-bool ms_conflict_check(const char *self_key, const ms_conflict_target_t *target,
-                       const cJSON *other, bool is_hpa, char *who, size_t whocap)
+bool ms_conflict_check(const char *self_key, const ms_conflict_target_t *target, const cJSON *other,
+                       bool is_hpa, char *who, size_t whocap)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(other, "metadata");
     const char *ns = str(meta, "namespace"), *name = str(meta, "name");

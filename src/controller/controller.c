@@ -50,7 +50,10 @@
 
 /* With --leader-elect the elector starts once the caches synced; until then
  * this replica is no leader. */
-static bool elects(const ms_controller_t *c) { return c->cfg.leader_elect && !c->cfg.dry_run; }
+static bool elects(const ms_controller_t *c)
+{
+    return c->cfg.leader_elect && !c->cfg.dry_run;
+}
 
 bool ms__controller_may_act(ms_controller_t *c)
 {
@@ -88,7 +91,10 @@ bool ms__may_write(ms_controller_t *c, const char *kind)
     return true;
 }
 
-static bool may_send_event(void *ctx) { return ms__may_write(ctx, "event"); }
+static bool may_send_event(void *ctx)
+{
+    return ms__may_write(ctx, "event");
+}
 
 /* The event queue's sender: the recorder, one Event or several folded. */
 static ms_err_t send_event(void *ctx, const ms_kube_object_ref_t *ref, const char *type,
@@ -133,7 +139,10 @@ bool ms__update_syncs_nothing(const cJSON *obj, const cJSON *old)
     return a == NULL ? b == NULL : b != NULL && cJSON_Compare(a, b, true);
 }
 
-static void kick_key(void *ctx, const char *key) { ms__kick(ctx, key); }
+static void kick_key(void *ctx, const char *key)
+{
+    ms__kick(ctx, key);
+}
 
 /* An object stopped naming a budget: its share's series goes, and the
  * budget's own when it was the last member. */
@@ -185,7 +194,8 @@ static void on_mas(void *ctx, ms_kube_change_t change, const cJSON *obj, const c
         return;
     /* A new, changed or deleted spec: the autoscalers on its old and new
      * target may (no longer) conflict with it. */
-    if (c->target_index != NULL && (change != MS_KUBE_UPDATED || generation(obj) != generation(old))) {
+    if (c->target_index != NULL &&
+        (change != MS_KUBE_UPDATED || generation(obj) != generation(old))) {
         if (old != NULL)
             ms__target_index_each_mas(c->target_index, old, kick_key, c);
         ms__target_index_update(c->target_index, obj, false, change == MS_KUBE_DELETED);
@@ -326,7 +336,8 @@ static ms_err_t new_kube_clients(ms_controller_t *c, char *errbuf, size_t errlen
         return MS_ERR_INVALID;
     /* The identity in the user agent tells replicas apart in the API
      * server's audit log even when they share a ServiceAccount. */
-    snprintf(c->user_agent, sizeof c->user_agent, "meshscaler/%s (%s)", ms_version(), c->s_identity);
+    snprintf(c->user_agent, sizeof c->user_agent, "meshscaler/%s (%s)", ms_version(),
+             c->s_identity);
     co.user_agent = c->user_agent;
     co.qps = c->cfg.kube_qps != 0 ? c->cfg.kube_qps : 300;
     co.burst = c->cfg.kube_burst > 0 ? c->cfg.kube_burst : 600;
@@ -383,9 +394,9 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     }
     for (int i = 0; i < c->cfg.concurrent_syncs; i++)
         c->workers[i].c = c;
-    c->s_lease_ns = ms_xstrdup_opt(cfg->leader_election_namespace
-                                    ? cfg->leader_election_namespace
-                                    : ms_kube_client_namespace(c->kube));
+    c->s_lease_ns =
+        ms_xstrdup_opt(cfg->leader_election_namespace ? cfg->leader_election_namespace
+                                                      : ms_kube_client_namespace(c->kube));
     c->cfg.leader_election_namespace = c->s_lease_ns;
     if (new_prom(c, &cfg->prom, errbuf, errlen) != MS_OK)
         goto fail;
@@ -404,8 +415,9 @@ fail:
 }
 
 static ms_kube_informer_t *start_informer(ms_controller_t *c, const char *api_version,
-                                          const char *plural, const ms_kube_informer_options_t *base,
-                                          char *errbuf, size_t errlen)
+                                          const char *plural,
+                                          const ms_kube_informer_options_t *base, char *errbuf,
+                                          size_t errlen)
 {
     ms_kube_informer_options_t io = *base;
     ms_kube_informer_t *inf;
@@ -439,7 +451,8 @@ static ms_kube_informer_t *start_informer(ms_controller_t *c, const char *api_ve
 static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
 {
     static const char *const workload_plurals[3] = {"deployments", "statefulsets", "replicasets"};
-    static const char *const workload_keep[] = {"spec.replicas", "spec.selector", "status.replicas", NULL};
+    static const char *const workload_keep[] = {"spec.replicas", "spec.selector", "status.replicas",
+                                                NULL};
     static const char *const pod_keep[] = {"metadata.labels", "metadata.deletionTimestamp",
                                            "status.conditions", "status.phase", NULL};
     /* Its desired count is what a dry-run MeshAutoscaler is compared with. */
@@ -459,8 +472,8 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     o.compact = true;
     o.keep = workload_keep;
     for (int i = 0; i < 3; i++)
-        if ((c->workloads[i] = start_informer(c, "apps/v1", workload_plurals[i], &o, errbuf, errlen)) ==
-            NULL)
+        if ((c->workloads[i] =
+                 start_informer(c, "apps/v1", workload_plurals[i], &o, errbuf, errlen)) == NULL)
             return MS_ERR_IO;
     memset(&o, 0, sizeof o);
     o.compact = true;
@@ -474,15 +487,16 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     o.compact = true;
     o.notify = on_mas;
     o.ctx = c;
-    if ((c->mas = start_informer(c, MS__MAS_API_VERSION, MS__MAS_PLURAL, &o, errbuf, errlen)) == NULL)
+    if ((c->mas = start_informer(c, MS__MAS_API_VERSION, MS__MAS_PLURAL, &o, errbuf, errlen)) ==
+        NULL)
         return MS_ERR_IO;
     return MS_OK;
 }
 
 static bool caches_synced(ms_controller_t *c)
 {
-    ms_kube_informer_t *all[] = {c->mas, c->hpa, c->workloads[0], c->workloads[1], c->workloads[2],
-                                 c->pods};
+    ms_kube_informer_t *all[] = {c->mas,          c->hpa,          c->workloads[0],
+                                 c->workloads[1], c->workloads[2], c->pods};
 
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] != NULL && !ms_kube_informer_wait_synced(all[i], 0.05))
@@ -643,8 +657,8 @@ static ms_err_t main_loop(ms_controller_t *c, const atomic_bool *stop, char *err
  * then free them. */
 static void stop_informers(ms_controller_t *c)
 {
-    ms_kube_informer_t **all[] = {&c->mas, &c->hpa, &c->workloads[0], &c->workloads[1],
-                                  &c->workloads[2], &c->pods};
+    ms_kube_informer_t **all[] = {&c->mas,          &c->hpa,          &c->workloads[0],
+                                  &c->workloads[1], &c->workloads[2], &c->pods};
 
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         ms_kube_informer_stop(*all[i]);
@@ -694,7 +708,8 @@ static void shut_down(ms_controller_t *c)
 
         quiet = ms__event_queue_drain(c->events, until + 2) && quiet;
         if (!quiet) {
-            MS_LOG_WARN("status writes and Events did not finish in time: cancelling their requests");
+            MS_LOG_WARN(
+                "status writes and Events did not finish in time: cancelling their requests");
             atomic_store(&c->cancel, true);
         }
     }
@@ -715,8 +730,7 @@ static void shut_down(ms_controller_t *c)
     c->server = NULL;
 }
 
-ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *errbuf,
-                           size_t errlen)
+ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *errbuf, size_t errlen)
 {
     ms_err_t err;
 
@@ -726,7 +740,8 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
         goto out;
     if (c->cfg.leader_elect && c->cfg.dry_run)
         MS_LOG_INFO("dry-run takes no lease: --leader-elect ignored");
-    MS_LOG_INFO("controller started", MS_S("namespace", c->cfg.namespace_ ? c->cfg.namespace_ : "*"),
+    MS_LOG_INFO("controller started",
+                MS_S("namespace", c->cfg.namespace_ ? c->cfg.namespace_ : "*"),
                 MS_D("sync_period", c->cfg.sync_period), MS_I("workers", c->cfg.concurrent_syncs),
                 MS_S("dry_run", c->cfg.dry_run ? "true" : "false"),
                 MS_I("metrics_port", ms_server_metrics_port(c->server)),
@@ -739,7 +754,10 @@ out:
     return err;
 }
 
-void ms_controller_stop(ms_controller_t *c) { atomic_store(&c->stopping, true); }
+void ms_controller_stop(ms_controller_t *c)
+{
+    atomic_store(&c->stopping, true);
+}
 
 int ms_controller_metrics_port(const ms_controller_t *c)
 {

@@ -54,10 +54,10 @@
 typedef struct {
     atomic_int refs;
     long long generation;
-    bool ok;                      /* spec is valid; else problem says why */
+    bool ok; /* spec is valid; else problem says why */
     ms_spec_t spec;
     char problem[MS_ERRBUF_SIZE];
-    bool needs_pods;              /* ms__spec_needs_pods(&spec) */
+    bool needs_pods; /* ms__spec_needs_pods(&spec) */
     /* Owned; NULL when no metric has a saturation entry, else one per
      * metric: the longest window its two rates read (ms_prom_query_window),
      * MS__SATURATION_WINDOW_UNKNOWN when their text does not say. reconcile.c
@@ -93,25 +93,25 @@ void ms__spec_ref_release(ms__spec_ref_t *r);
 /* ---- rounds ---- */
 
 typedef enum {
-    MS__ENTRY_GONE = 0,  /* deleted: the worker frees nothing, the round thread did */
-    MS__ENTRY_INVALID,   /* spec error: condition + event, no hot retry */
-    MS__ENTRY_NO_SCALE,  /* the target's scale is unknown (missing, GET failed) */
-    MS__ENTRY_OBSERVED   /* observed: ready to decide */
+    MS__ENTRY_GONE = 0, /* deleted: the worker frees nothing, the round thread did */
+    MS__ENTRY_INVALID,  /* spec error: condition + event, no hot retry */
+    MS__ENTRY_NO_SCALE, /* the target's scale is unknown (missing, GET failed) */
+    MS__ENTRY_OBSERVED  /* observed: ready to decide */
 } ms__entry_stage_t;
 
 /* What a round knows of one object's target: what a scale write needs. */
 typedef struct {
-    bool known;               /* the fields below are valid */
-    bool cached;              /* from a workload informer (a built-in kind) */
-    int32_t replicas;         /* spec.replicas */
+    bool known;       /* the fields below are valid */
+    bool cached;      /* from a workload informer (a built-in kind) */
+    int32_t replicas; /* spec.replicas */
     int32_t status_replicas;
     char resource_version[64]; /* the write is conditional on it */
     char uid[64];
-    bool pods_ok;             /* pods were counted */
+    bool pods_ok; /* pods were counted */
     int32_t ready_pods;
-    int32_t running_pods;     /* in phase Running, not terminating (step 7's reservation) */
-    double newest_ready;      /* wall seconds the last Ready pod turned Ready; 0: unknown */
-    int32_t settling_pods;    /* Ready pods inside MS__READY_SETTLE_SECONDS of turning Ready */
+    int32_t running_pods;  /* in phase Running, not terminating (step 7's reservation) */
+    double newest_ready;   /* wall seconds the last Ready pod turned Ready; 0: unknown */
+    int32_t settling_pods; /* Ready pods inside MS__READY_SETTLE_SECONDS of turning Ready */
 } ms__target_t;
 
 /* One object of a round. The strings are owned by the entry; spec is a
@@ -120,15 +120,15 @@ typedef struct {
  * answers once, not 10,000 copies of a full observation. */
 typedef struct {
     char key[MS__KEY_MAX];
-    char ns[64];                 /* the namespace part of key */
+    char ns[64]; /* the namespace part of key */
     char uid[64];
     ms__entry_stage_t stage;
-    ms__spec_ref_t *spec;        /* NULL for GONE */
+    ms__spec_ref_t *spec; /* NULL for GONE */
     ms__target_t target;
-    char *pod_regex;             /* owned; NULL when pods were not needed or not counted */
+    char *pod_regex; /* owned; NULL when pods were not needed or not counted */
     char problem[MS_ERRBUF_SIZE];
-    bool transient;              /* NO_SCALE: worth a retry before the next period */
-    size_t obj_index;            /* OBSERVED: its index in the round's objs */
+    bool transient;   /* NO_SCALE: worth a retry before the next period */
+    size_t obj_index; /* OBSERVED: its index in the round's objs */
 } ms__round_entry_t;
 
 /* Objects due together and what one Prometheus tick said of them. The
@@ -136,15 +136,15 @@ typedef struct {
  * reference until it is done. */
 typedef struct {
     atomic_int refs;
-    double now;                  /* monotonic: the engine's clock for this round */
-    double wall;                 /* the wall clock at the same instant */
-    double observed;             /* monotonic: when Prometheus' answers were in */
+    double now;      /* monotonic: the engine's clock for this round */
+    double wall;     /* the wall clock at the same instant */
+    double observed; /* monotonic: when Prometheus' answers were in */
     size_t n;
     ms__round_entry_t *entries;
-    ms_prom_object_t *objs;      /* owned array; its strings point into entries */
+    ms_prom_object_t *objs; /* owned array; its strings point into entries */
     size_t nobjs;
-    ms_prom_tick_t *tick;        /* owns what objects observed; NULL: no tick ran */
-    bool tick_ok;                /* the tick ran (its queries may still have failed) */
+    ms_prom_tick_t *tick; /* owns what objects observed; NULL: no tick ran */
+    bool tick_ok;         /* the tick ran (its queries may still have failed) */
     /* Owned; NULL when no entry shares a budget. Per entry, the next entry
      * of its budget group, circular (ms__budget_groups); itself when alone. */
     size_t *group_next;
@@ -177,47 +177,48 @@ typedef struct ms__object {
     char key[MS__KEY_MAX];
 
     /* guarded by the table's lock */
-    double due;                /* monotonic time of the next sync; 0: now */
-    double grid;               /* when its period's next round falls (round.c); a due
-                                  before it is an out-of-round sync; 0: none yet */
-    bool deleted;              /* gone from the cache: free at the next round */
-    bool busy;                 /* a worker syncs it now */
-    ms__round_t *pending;      /* a round entry waiting for a worker, or NULL */
+    double due;           /* monotonic time of the next sync; 0: now */
+    double grid;          /* when its period's next round falls (round.c); a due
+                             before it is an out-of-round sync; 0: none yet */
+    bool deleted;         /* gone from the cache: free at the next round */
+    bool busy;            /* a worker syncs it now */
+    ms__round_t *pending; /* a round entry waiting for a worker, or NULL */
     size_t pending_index;
     ms_kube_scale_t *scale_hint; /* owned; other kinds: the last /scale a worker read */
-    unsigned failures;         /* consecutive transient failures (backoff) */
+    unsigned failures;           /* consecutive transient failures (backoff) */
 
     /* the cache's object, kept by the handler (under the table's lock) */
     char cache_uid[64];
     long long generation;
-    char rv[64];               /* its resourceVersion */
+    char rv[64]; /* its resourceVersion */
     ms_pause_t pause;
-    char *pause_error;         /* owned; NULL: the pausing annotations read fine */
-    ms__spec_ref_t *spec;      /* for the current generation; NULL until seen */
+    char *pause_error;    /* owned; NULL: the pausing annotations read fine */
+    ms__spec_ref_t *spec; /* for the current generation; NULL until seen */
 
     /* the round thread's planning cache (this group and the next are
      * cleared together, from selector_rv on, for a new incarnation: keep
      * them last) */
-    char selector_rv[64];      /* workload resourceVersion the selector was compiled at */
-    char *selector_text;       /* owned: other kinds' selector as /scale gave it */
+    char selector_rv[64]; /* workload resourceVersion the selector was compiled at */
+    char *selector_text;  /* owned: other kinds' selector as /scale gave it */
     ms_label_selector_t *selector;
     unsigned long pods_generation; /* namespace pod generation the counts were made at */
     int32_t ready_pods;
     int32_t running_pods;
     double newest_ready;
     int32_t settling_pods;
-    char *pod_regex;           /* owned; NULL: not computed */
+    char *pod_regex; /* owned; NULL: not computed */
 
     /* the sync memory (the worker holding the key) */
-    char uid[64];              /* the incarnation the memory belongs to */
-    bool memory_ready;         /* rebuilt from status, or started empty */
+    char uid[64];      /* the incarnation the memory belongs to */
+    bool memory_ready; /* rebuilt from status, or started empty */
     ms_engine_memory_t memory;
-    double last_scale_time;    /* wall seconds; 0: never */
-    char last_warning[64];     /* reason of the last Warning event, "" none */
-    bool reason_reported;      /* last_reason has a series in /metrics */
+    double last_scale_time; /* wall seconds; 0: never */
+    char last_warning[64];  /* reason of the last Warning event, "" none */
+    bool reason_reported;   /* last_reason has a series in /metrics */
     ms_reason_t last_reason;
     long long series_generation; /* spec generation the per-metric series were made for */
-    unsigned char condition_reported[8]; /* per condition type: 1 + the status index with a series; 0: none */
+    unsigned char
+        condition_reported[8]; /* per condition type: 1 + the status index with a series; 0: none */
     /* What the last full report covered: a sync whose decision has the same
      * fingerprint on an object still at that resourceVersion has nothing new
      * to write or show (most syncs at rest), so it builds no status. */
@@ -233,7 +234,7 @@ typedef struct ms__object {
      * key): the comparison, for the HPA named in hpa_compared */
     char hpa_compared[MS__KEY_MAX]; /* "" none */
     ms_compare_t hpa_compare;
-    double hpa_since;               /* wall time of the first sample */
+    double hpa_since; /* wall time of the first sample */
 } ms__object_t;
 
 /* ---- shared budgets (budgets.c) ---- */
@@ -283,7 +284,7 @@ void ms__budget_groups(const ms_spec_t *const *specs, size_t n, size_t *next);
 
 typedef struct {
     pthread_mutex_t lock;
-    ms_strmap_t map; /* key -> ms__object_t* */
+    ms_strmap_t map;       /* key -> ms__object_t* */
     ms__budgets_t budgets; /* guarded by lock too */
 } ms__objects_t;
 
@@ -296,7 +297,8 @@ ms__object_t *ms__objects_get_locked(ms__objects_t *t, const char *key);
  * updated; its key is `key`), under t->lock; creates the object (due now)
  * when new. The spec is parsed again only when the generation or the uid
  * moved, outside the lock. */
-void ms__objects_note(ms__objects_t *t, const char *key, const cJSON *obj, ms_user_queries_t policy);
+void ms__objects_note(ms__objects_t *t, const char *key, const cJSON *obj,
+                      ms_user_queries_t policy);
 /* Under t->lock, the round thread: when the cache holds a new incarnation
  * (another uid) and no worker holds the object, forget the old one's
  * memory and planning cache. */
@@ -401,8 +403,8 @@ unsigned long ms__event_queue_sent(ms__event_queue_t *q);
  * queued again keeps its turn and takes the newer value. The values belong
  * to the queue's user; not locked (its user's lock guards it). */
 typedef struct {
-    ms_strmap_t values;  /* key -> value */
-    char **order;        /* owned keys in arrival order (a ring of cap) */
+    ms_strmap_t values; /* key -> value */
+    char **order;       /* owned keys in arrival order (a ring of cap) */
     size_t cap, head, len;
 } ms__latest_t;
 
@@ -476,55 +478,56 @@ bool ms__status_writer_drain(ms__status_writer_t *w, double deadline);
 /* Queue the merge patch `status` (the value of {"status": ...}; taken and
  * freed: the queue keeps its text) of ns/name. False when it was dropped
  * (queue full, stopping, out of memory). */
-bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *name, cJSON *status);
+bool ms__status_writer_push(ms__status_writer_t *w, const char *ns, const char *name,
+                            cJSON *status);
 size_t ms__status_writer_pending(ms__status_writer_t *w);
 
 /* ---- metrics ---- */
 
 typedef struct {
-    int decisions;       /* counter {reason} */
-    int scales;          /* counter {namespace, name, direction} */
-    int desired;         /* gauge {namespace, name} */
-    int current;         /* gauge {namespace, name} */
-    int sync_seconds;    /* histogram: one object's sync */
-    int sync_errors;     /* counter {reason} */
-    int prom_queries;    /* counter: queries sent */
-    int prom_failures;   /* counter: queries not OK */
-    int prom_seconds;    /* histogram: one round's Prometheus tick */
-    int ns_seconds;      /* gauge {namespace}: user queries' time, last round's top namespaces */
-    int ns_bytes;        /* gauge {namespace}: their answers' bytes */
-    int ns_over_share;   /* gauge {namespace}: their values read OVER_SHARE */
-    int round_objects;   /* gauge: objects in the last round */
-    int round_seconds;   /* histogram: a round's planning and observing (its tick included) */
-    int sync_lateness;   /* histogram: how long after its due time an object's round began */
-    int kube_requests;   /* counter {operation, code} */
-    int kube_seconds;    /* histogram {operation} */
-    int leader;          /* gauge */
-    int queue_depth;     /* gauge */
-    int queue_delayed;   /* gauge */
-    int objects;         /* gauge */
-    int status_queued;   /* gauge: status patches waiting for a writer */
-    int breaker_open;    /* gauge: the Prometheus circuit breaker is open */
-    int prom_skipped;    /* counter: queries not sent while it was open */
-    int client_requests; /* counter {verb}: every request of the client (informers, lease too) */
-    int client_throttle; /* counter: seconds waited for the client-side rate limiter */
-    int writes_dropped;  /* counter {kind}: writes not made because the lease was not valid */
+    int decisions;          /* counter {reason} */
+    int scales;             /* counter {namespace, name, direction} */
+    int desired;            /* gauge {namespace, name} */
+    int current;            /* gauge {namespace, name} */
+    int sync_seconds;       /* histogram: one object's sync */
+    int sync_errors;        /* counter {reason} */
+    int prom_queries;       /* counter: queries sent */
+    int prom_failures;      /* counter: queries not OK */
+    int prom_seconds;       /* histogram: one round's Prometheus tick */
+    int ns_seconds;         /* gauge {namespace}: user queries' time, last round's top namespaces */
+    int ns_bytes;           /* gauge {namespace}: their answers' bytes */
+    int ns_over_share;      /* gauge {namespace}: their values read OVER_SHARE */
+    int round_objects;      /* gauge: objects in the last round */
+    int round_seconds;      /* histogram: a round's planning and observing (its tick included) */
+    int sync_lateness;      /* histogram: how long after its due time an object's round began */
+    int kube_requests;      /* counter {operation, code} */
+    int kube_seconds;       /* histogram {operation} */
+    int leader;             /* gauge */
+    int queue_depth;        /* gauge */
+    int queue_delayed;      /* gauge */
+    int objects;            /* gauge */
+    int status_queued;      /* gauge: status patches waiting for a writer */
+    int breaker_open;       /* gauge: the Prometheus circuit breaker is open */
+    int prom_skipped;       /* counter: queries not sent while it was open */
+    int client_requests;    /* counter {verb}: every request of the client (informers, lease too) */
+    int client_throttle;    /* counter: seconds waited for the client-side rate limiter */
+    int writes_dropped;     /* counter {kind}: writes not made because the lease was not valid */
     int stale_observations; /* counter: syncs observed again, their round's answers too old */
     int events_dropped;  /* counter {reason}: events a full queue, the lease or the API dropped */
     int events_combined; /* counter {reason}: events folded into a waiting one of the same object */
     /* Per object, removed with it: */
-    int metric_value;    /* gauge {namespace, name, metric}: effective value */
-    int metric_target;   /* gauge {namespace, name, metric} */
-    int metric_desired;  /* gauge {namespace, name, metric}: replicas it asks for */
-    int ds_headroom;     /* gauge {namespace, name, downstream}: usage left below the cap */
-    int ds_allowed;      /* gauge {namespace, name, downstream}: replicas it allows */
-    int condition;       /* gauge {namespace, name, type, status}: 1 for the current status */
-    int last_reason;     /* gauge {namespace, name, reason}: 1 for the last decision's */
-    int hpa_desired;     /* gauge {namespace, name}: the HPA beside a dry-run object */
-    int hpa_difference;  /* gauge {namespace, name}: meshscaler's desired minus the HPA's */
+    int metric_value;   /* gauge {namespace, name, metric}: effective value */
+    int metric_target;  /* gauge {namespace, name, metric} */
+    int metric_desired; /* gauge {namespace, name, metric}: replicas it asks for */
+    int ds_headroom;    /* gauge {namespace, name, downstream}: usage left below the cap */
+    int ds_allowed;     /* gauge {namespace, name, downstream}: replicas it allows */
+    int condition;      /* gauge {namespace, name, type, status}: 1 for the current status */
+    int last_reason;    /* gauge {namespace, name, reason}: 1 for the last decision's */
+    int hpa_desired;    /* gauge {namespace, name}: the HPA beside a dry-run object */
+    int hpa_difference; /* gauge {namespace, name}: meshscaler's desired minus the HPA's */
     /* §2b's shared budgets, removed when the budget or its member goes: */
-    int budget_room;     /* gauge {budget}: the room the last round split */
-    int budget_granted;  /* gauge {namespace, name, budget}: replicas granted to the object */
+    int budget_room;    /* gauge {budget}: the room the last round split */
+    int budget_granted; /* gauge {namespace, name, budget}: replicas granted to the object */
 } ms__families_t;
 
 /* ---- the controller ---- */
@@ -541,24 +544,24 @@ typedef struct {
 
 struct ms_controller {
     ms_controller_config_t cfg; /* strings point into owned copies below */
-    char *s_kubeconfig, *s_context, *s_namespace, *s_lease_id, *s_lease_ns, *s_identity,
-        *s_metrics, *s_health, *s_workload_label, *s_rate_window;
+    char *s_kubeconfig, *s_context, *s_namespace, *s_lease_id, *s_lease_ns, *s_identity, *s_metrics,
+        *s_health, *s_workload_label, *s_rate_window;
 
     char user_agent[400];
     ms_kube_config_t *kcfg;
-    ms_kube_client_t *kube;        /* every request but the lease's: informers, workers, status
-                                      writers, events; its bucket is --kube-api-qps/-burst */
-    ms_kube_client_t *kube_lease;  /* the elector's: bounded, no retries, its own bucket (lease.h) */
-    ms__worker_t *workers;         /* cfg.concurrent_syncs of them */
-    ms_prom_client_t *prom;        /* the round thread's only */
+    ms_kube_client_t *kube;       /* every request but the lease's: informers, workers, status
+                                     writers, events; its bucket is --kube-api-qps/-burst */
+    ms_kube_client_t *kube_lease; /* the elector's: bounded, no retries, its own bucket (lease.h) */
+    ms__worker_t *workers;        /* cfg.concurrent_syncs of them */
+    ms_prom_client_t *prom;       /* the round thread's only */
     ms_workqueue_t *queue;
     ms_kube_informer_t *mas;
-    ms_kube_informer_t *hpa;       /* NULL in dry-run (conflicts do not stop a dry run) */
+    ms_kube_informer_t *hpa;          /* NULL in dry-run (conflicts do not stop a dry run) */
     ms_kube_informer_t *workloads[3]; /* apps/v1 deployments, statefulsets, replicasets */
     ms_kube_informer_t *pods;
     ms__pod_index_t *pod_index;
     ms__target_index_t *target_index;
-    ms_kube_recorder_t *recorder;  /* NULL in dry-run */
+    ms_kube_recorder_t *recorder; /* NULL in dry-run */
     ms__event_queue_t *events;
     ms__status_writer_t *status_writer; /* NULL in dry-run */
     ms__scale_writer_t *scale_writer;   /* NULL in dry-run */
@@ -567,7 +570,7 @@ struct ms_controller {
     ms_kube_elector_t *_Atomic elector;
     ms_metrics_t *metrics;
     ms__families_t fam;
-    ms_kube_stats_t last_stats;    /* what ms__metrics_refresh() already counted */
+    ms_kube_stats_t last_stats; /* what ms__metrics_refresh() already counted */
     unsigned long long last_prom_skipped;
     ms_server_t *server;
     struct ms__metrics_authorizer *metrics_auth; /* --metrics-secure; NULL when off */
@@ -576,11 +579,11 @@ struct ms_controller {
     /* the round thread */
     pthread_t round_thread;
     bool round_started;
-    pthread_mutex_t round_lock;    /* with round_cond: wakes the round thread */
+    pthread_mutex_t round_lock; /* with round_cond: wakes the round thread */
     pthread_cond_t round_cond;
-    bool kicked;                   /* objects became due now */
+    bool kicked; /* objects became due now */
     bool was_leader;
-    atomic_uint_fast64_t progress; /* monotonic ms of the last finished round or sync */
+    atomic_uint_fast64_t progress;  /* monotonic ms of the last finished round or sync */
     atomic_uint_fast64_t due_since; /* monotonic ms since keys have been waiting; 0: none */
 
     atomic_bool stopping;
@@ -606,56 +609,56 @@ void ms__kick(ms_controller_t *c, const char *key);
 
 typedef struct {
     const char *key;
-    ms__round_entry_t *entry;    /* borrowed from the round */
+    ms__round_entry_t *entry; /* borrowed from the round */
     const ms__round_t *round;
     double started;              /* monotonic */
     cJSON *obj;                  /* owned: a deep copy from the cache, made only when the
                                     sync needs the previous status (ms__item_object) */
     const char *ns, *name, *uid; /* point into the buffers below */
     char ns_buf[64], name_buf[256], uid_buf[64];
-    char rv[64];                 /* the object's resourceVersion the sync saw */
+    char rv[64]; /* the object's resourceVersion the sync saw */
     long long generation;
     ms__object_t *state;
     ms__entry_stage_t stage;
 
-    const ms_spec_t *spec;       /* borrowed from entry->spec */
+    const ms_spec_t *spec;        /* borrowed from entry->spec */
     char problem[MS_ERRBUF_SIZE]; /* spec, scale or conflict detail */
     ms_pause_t pause;
-    ms_kube_ref_t ref;           /* target; strings borrowed from spec */
+    ms_kube_ref_t ref; /* target; strings borrowed from spec */
     ms_kube_scale_t scale;
-    bool transient;              /* the failure is worth a retry before the next period */
+    bool transient; /* the failure is worth a retry before the next period */
 
-    ms_prom_object_obs_t obs;    /* OBSERVED: what the round observed */
+    ms_prom_object_obs_t obs; /* OBSERVED: what the round observed */
     bool has_obs;
 
     /* decision */
-    double now;                  /* the engine's clock: the round's monotonic time */
-    double wall;                 /* the round's wall time (status, events) */
+    double now;  /* the engine's clock: the round's monotonic time */
+    double wall; /* the round's wall time (status, events) */
     ms_decision_t d;
-    int32_t desired;             /* after pausing */
+    int32_t desired; /* after pausing */
     ms_pause_effect_t pause_effect;
     bool conflict;
     char conflict_with[192];
-    bool beside_hpa;             /* dry-run, and an HPA scales the same target */
-    char hpa_key[MS__KEY_MAX];   /* its namespace/name */
-    int32_t hpa_desired;         /* its status.desiredReplicas; -1: none yet */
-    cJSON *hpa_metrics;          /* owned copy of its status.currentMetrics, or NULL */
-    bool may_write;              /* no dry-run, pause or conflict stops it */
-    ms_engine_memory_t before;   /* the memory before this decision: restored when it is
-                                    not written (no lease, someone else scaled) */
-    int32_t change;              /* the replicas a written scale changed (the scale event) */
-    bool decided;                /* the engine was asked (decide_first) */
-    bool stale;                  /* the round's observation was too old: observed again */
-    bool wants_write;            /* the decision asks for a scale write */
-    bool engine_refused;         /* the engine refused the observation: nothing to record */
-    bool applied;                /* a scale update was written */
+    bool beside_hpa;           /* dry-run, and an HPA scales the same target */
+    char hpa_key[MS__KEY_MAX]; /* its namespace/name */
+    int32_t hpa_desired;       /* its status.desiredReplicas; -1: none yet */
+    cJSON *hpa_metrics;        /* owned copy of its status.currentMetrics, or NULL */
+    bool may_write;            /* no dry-run, pause or conflict stops it */
+    ms_engine_memory_t before; /* the memory before this decision: restored when it is
+                                  not written (no lease, someone else scaled) */
+    int32_t change;            /* the replicas a written scale changed (the scale event) */
+    bool decided;              /* the engine was asked (decide_first) */
+    bool stale;                /* the round's observation was too old: observed again */
+    bool wants_write;          /* the decision asks for a scale write */
+    bool engine_refused;       /* the engine refused the observation: nothing to record */
+    bool applied;              /* a scale update was written */
     bool write_failed;
-    bool write_dropped;          /* the lease was not valid: nothing written, retried soon */
+    bool write_dropped; /* the lease was not valid: nothing written, retried soon */
     ms_kube_error_t write_err;
     char explanation[1024];
     char missing[MS_ERRBUF_SIZE]; /* why the first missing metric is missing, for status */
-    char saturation_held[256];   /* why a saturation correction waits, for status; "": none */
-    char pods_settling[256];     /* which per-pod metrics left settling pods out; "": none */
+    char saturation_held[256];    /* why a saturation correction waits, for status; "": none */
+    char pods_settling[256];      /* which per-pod metrics left settling pods out; "": none */
 } ms__item_t;
 
 /* The object as the cache holds it now (a deep copy, kept in it->obj);

@@ -51,14 +51,13 @@
 #define MAX_CONFIG_BYTES (1u << 20)
 #define MAX_STRING 4096 /* longest accepted string value */
 
-
 /* ---- value kinds ---- */
 
 typedef enum {
-    K_STRING,   /* non-empty */
-    K_NS,       /* a namespace; "" means every namespace */
-    K_ADDRESS,  /* HOST:PORT, :PORT or 0 */
-    K_URL,      /* http:// or https:// */
+    K_STRING,  /* non-empty */
+    K_NS,      /* a namespace; "" means every namespace */
+    K_ADDRESS, /* HOST:PORT, :PORT or 0 */
+    K_URL,     /* http:// or https:// */
     K_BOOL,
     K_DURATION, /* seconds in [min, max] */
     K_INT,      /* [min, max] */
@@ -67,8 +66,8 @@ typedef enum {
     K_LOG_LEVEL,
     K_OUTPUT,
     K_USER_QUERIES, /* allow, namespaced or deny */
-    K_BYTES,    /* a byte count, "1048576", "512Ki", "16Mi", "1Gi": [min, max] */
-    K_HEADER    /* "Name: value", repeatable */
+    K_BYTES,        /* a byte count, "1048576", "512Ki", "16Mi", "1Gi": [min, max] */
+    K_HEADER        /* "Name: value", repeatable */
 } kind_t;
 
 typedef struct {
@@ -97,14 +96,13 @@ static const option_t options[] = {
      "client-side API request rate (default 300; -1: none)"},
     {"kube-api-burst", "kubeApiBurst", K_INT, OFF(kube_api_burst), 1, 100000, "1..100000", NULL,
      "N", "requests allowed at once (default 600)"},
-    {"prometheus-url", "prometheusUrl", K_URL, OFF(prometheus_url), 0, 0, NULL, "Prometheus:",
-     "URL", "base URL (required)"},
+    {"prometheus-url", "prometheusUrl", K_URL, OFF(prometheus_url), 0, 0, NULL,
+     "Prometheus:", "URL", "base URL (required)"},
     {"prometheus-bearer-token-file", "prometheusBearerTokenFile", K_STRING,
      OFF(prometheus_bearer_token_file), 0, 0, NULL, NULL, "FILE",
      "bearer token, re-read when it changes"},
     {"prometheus-basic-auth-username", "prometheusBasicAuthUsername", K_STRING,
-     OFF(prometheus_basic_auth_username), 0, 0, NULL, NULL, "NAME",
-     "basic auth user, with:"},
+     OFF(prometheus_basic_auth_username), 0, 0, NULL, NULL, "NAME", "basic auth user, with:"},
     {"prometheus-basic-auth-password-file", "prometheusBasicAuthPasswordFile", K_STRING,
      OFF(prometheus_basic_auth_password_file), 0, 0, NULL, NULL, "FILE", ""},
     {"prometheus-header", "prometheusHeaders", K_HEADER, OFF(prometheus_headers), 0, 0, NULL, NULL,
@@ -136,8 +134,8 @@ static const option_t options[] = {
     {"user-queries", "userQueries", K_USER_QUERIES, 0, 0, 0, NULL, NULL, "allow|namespaced|deny",
      "who may run their own PromQL with these credentials (default allow; namespaced: only "
      "selectors with namespace=\"{{namespace}}\"; deny: presets only)"},
-    {"sync-period", "syncPeriod", K_DURATION, OFF(sync_period), 1, 3600, "1s..1h", "The loop:",
-     "DURATION",
+    {"sync-period", "syncPeriod", K_DURATION, OFF(sync_period), 1, 3600, "1s..1h",
+     "The loop:", "DURATION",
      "sync every object this often (default 15s, 1s..1h; spec.syncPeriodSeconds overrides per "
      "object)"},
     {"concurrent-syncs", "concurrentSyncs", K_INT, OFF(concurrent_syncs), 1, 256, "1..256", NULL,
@@ -153,8 +151,8 @@ static const option_t options[] = {
     {"leader-election-namespace", "leaderElectionNamespace", K_STRING,
      OFF(leader_election_namespace), 0, 0, NULL, NULL, "NS",
      "Lease namespace (default: the pod's own, else meshscaler-system)"},
-    {"metrics-bind-address", "metricsBindAddress", K_ADDRESS, OFF(metrics_bind_address), 0, 0,
-     NULL, "Endpoints (HOST:PORT, :PORT, or 0 to turn off):", "ADDR", "/metrics (default :8080)"},
+    {"metrics-bind-address", "metricsBindAddress", K_ADDRESS, OFF(metrics_bind_address), 0, 0, NULL,
+     "Endpoints (HOST:PORT, :PORT, or 0 to turn off):", "ADDR", "/metrics (default :8080)"},
     {"health-probe-bind-address", "healthProbeBindAddress", K_ADDRESS,
      OFF(health_probe_bind_address), 0, 0, NULL, NULL, "ADDR",
      "/healthz and /readyz (default :8081)"},
@@ -364,7 +362,8 @@ static bool parse_bytes(const char *s, double *out)
         const char *suffix;
         double factor;
     } units[] = {{"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
-                 {"K", 1e3},     {"M", 1e6},        {"G", 1e9},          {"", 1}};
+                 {"K", 1e3},     {"M", 1e6},        {"G", 1e9},
+                 {"", 1}};
     char *end;
     double v;
 
@@ -384,8 +383,8 @@ static bool parse_bytes(const char *s, double *out)
 /* One setter per kind: set opt from text, or say why not (nothing modified).
  * `where` names the place for errors ("--sync-period" or "config.yaml:
  * syncPeriod"). */
-#define SETTER(name)                                                                              \
-    static ms_err_t name(ms_controller_options_t *o, const option_t *opt, const char *text,       \
+#define SETTER(name)                                                                               \
+    static ms_err_t name(ms_controller_options_t *o, const option_t *opt, const char *text,        \
                          const char *where, char *errbuf, size_t errlen)
 
 SETTER(set_nonempty)
@@ -451,8 +450,8 @@ SETTER(set_duration)
     if (d < opt->min || d > opt->max) {
         format_duration(opt->min, lo, sizeof lo);
         format_duration(opt->max, hi, sizeof hi);
-        return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %s is out of range (%s..%s)", where,
-                       text, lo, hi);
+        return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %s is out of range (%s..%s)", where, text,
+                       lo, hi);
     }
     *(double *)field(o, opt) = d;
     return MS_OK;
@@ -463,8 +462,7 @@ SETTER(set_int)
     long l;
 
     if (!parse_long(text, &l))
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not an integer", where,
-                       text);
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not an integer", where, text);
     if ((double)l < opt->min || (double)l > opt->max)
         return ms_errf(errbuf, errlen, MS_ERR_RANGE, "%s: %ld is out of range (%s)", where, l,
                        opt->range);
@@ -480,8 +478,8 @@ SETTER(set_qps)
         return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not a number", where, text);
     if (d != -1 && (d <= 0 || d > opt->max))
         return ms_errf(errbuf, errlen, MS_ERR_RANGE,
-                       "%s: %s is out of range (above 0 up to %g, or -1 for no limit)", where,
-                       text, opt->max);
+                       "%s: %s is out of range (above 0 up to %g, or -1 for no limit)", where, text,
+                       opt->max);
     *(double *)field(o, opt) = d;
     return MS_OK;
 }
@@ -492,8 +490,8 @@ SETTER(set_log_format)
 
     (void)opt;
     if (!ms_log_format_parse(text, &fmt))
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not one of text, json",
-                       where, text);
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: \"%s\" is not one of text, json", where,
+                       text);
     o->log_format = fmt;
     return MS_OK;
 }
@@ -562,13 +560,20 @@ SETTER(set_header)
 
 static ms_err_t (*const setters[])(ms_controller_options_t *, const option_t *, const char *,
                                    const char *, char *, size_t) = {
-    [K_STRING] = set_nonempty,     [K_NS] = set_ns,
-    [K_ADDRESS] = set_address,     [K_URL] = set_url,
-    [K_BOOL] = set_bool,           [K_DURATION] = set_duration,
-    [K_INT] = set_int,             [K_QPS] = set_qps,
-    [K_LOG_FORMAT] = set_log_format, [K_LOG_LEVEL] = set_log_level,
-    [K_OUTPUT] = set_output,       [K_USER_QUERIES] = set_user_queries,
-    [K_BYTES] = set_bytes,         [K_HEADER] = set_header,
+    [K_STRING] = set_nonempty,
+    [K_NS] = set_ns,
+    [K_ADDRESS] = set_address,
+    [K_URL] = set_url,
+    [K_BOOL] = set_bool,
+    [K_DURATION] = set_duration,
+    [K_INT] = set_int,
+    [K_QPS] = set_qps,
+    [K_LOG_FORMAT] = set_log_format,
+    [K_LOG_LEVEL] = set_log_level,
+    [K_OUTPUT] = set_output,
+    [K_USER_QUERIES] = set_user_queries,
+    [K_BYTES] = set_bytes,
+    [K_HEADER] = set_header,
 };
 
 /* Set opt from text, through its kind's setter. On error nothing is modified. */
@@ -707,8 +712,8 @@ static bool is_null_scalar(const yaml_node_t *n)
     const char *v = (const char *)n->data.scalar.value;
 
     return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-           (*v == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
-            strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0);
+           (*v == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 || strcmp(v, "Null") == 0 ||
+            strcmp(v, "NULL") == 0);
 }
 
 static ms_err_t apply_entry(ms_controller_options_t *o, yaml_document_t *doc, const char *file,
@@ -727,8 +732,7 @@ static ms_err_t apply_entry(ms_controller_options_t *o, yaml_document_t *doc, co
              it < value->data.sequence.items.top; it++) {
             yaml_node_t *item = yaml_document_get_node(doc, *it);
             if (item == NULL || item->type != YAML_SCALAR_NODE)
-                return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: items must be strings",
-                               where);
+                return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: items must be strings", where);
             err = set_value(o, opt, (const char *)item->data.scalar.value, where, errbuf, errlen);
             if (err)
                 return err;
@@ -743,8 +747,8 @@ static ms_err_t apply_entry(ms_controller_options_t *o, yaml_document_t *doc, co
     return set_value(o, opt, (const char *)value->data.scalar.value, where, errbuf, errlen);
 }
 
-static ms_err_t apply_document(ms_controller_options_t *o, yaml_document_t *doc,
-                               const char *file, char *errbuf, size_t errlen)
+static ms_err_t apply_document(ms_controller_options_t *o, yaml_document_t *doc, const char *file,
+                               char *errbuf, size_t errlen)
 {
     yaml_node_t *root = yaml_document_get_root_node(doc);
     bool seen[NOPTIONS] = {false};
@@ -831,8 +835,8 @@ static ms_err_t load_config(ms_controller_options_t *o, const char *file, char *
         goto out;
     }
     if (yaml_document_get_root_node(&extra) != NULL)
-        err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: holds more than one YAML document",
-                      file);
+        err =
+            ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: holds more than one YAML document", file);
     yaml_document_delete(&extra);
 out:
     if (doc_ready)
@@ -848,8 +852,8 @@ out:
 /* ---- checks across settings ---- */
 
 /* How a setting is named in messages: its flag unless only the file set it. */
-static const char *name_of(const option_t *opt, const bool *from_flag, const char *file,
-                           char *buf, size_t cap)
+static const char *name_of(const option_t *opt, const bool *from_flag, const char *file, char *buf,
+                           size_t cap)
 {
     if (file && !from_flag[opt - options])
         snprintf(buf, cap, "%s: %s", file, opt->key);
@@ -858,8 +862,8 @@ static const char *name_of(const option_t *opt, const bool *from_flag, const cha
     return buf;
 }
 
-static ms_err_t validate(const ms_controller_options_t *o, const bool *from_flag,
-                         const char *file, char *errbuf, size_t errlen)
+static ms_err_t validate(const ms_controller_options_t *o, const bool *from_flag, const char *file,
+                         char *errbuf, size_t errlen)
 {
     char a[320], b[320];
     const option_t *token = find_key("prometheusBearerTokenFile");
@@ -941,7 +945,7 @@ ms_err_t ms_controller_options_parse(int argc, char *const *argv, ms_controller_
 
 /* ---- --help, from the table ---- */
 
-#define HELP_WIDTH 80     /* columns of a terminal */
+#define HELP_WIDTH 80      /* columns of a terminal */
 #define HELP_MIN_COLUMN 31 /* where descriptions start, at least */
 #define HELP_MAX_COLUMN 45 /* ... and at most: a longer flag has a line of its own */
 
@@ -1031,8 +1035,9 @@ static void build_help(void)
     }
     ms_fixbuf_appendf(&f, "\n");
     ms_fixbuf_appendf(&k, " Flags win over the file.");
-    help_entry(&f, "--config", "FILE", HELP_MIN_COLUMN, "YAML with the same settings, keys in "
-                                                        "camelCase:");
+    help_entry(&f, "--config", "FILE", HELP_MIN_COLUMN,
+               "YAML with the same settings, keys in "
+               "camelCase:");
     /* The key list continues under the description column. */
     help_entry(&f, "", NULL, HELP_MIN_COLUMN, keys);
     help_entry(&f, "-h, --help", NULL, HELP_MIN_COLUMN, "this help");

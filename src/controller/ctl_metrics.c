@@ -60,8 +60,7 @@ static const family_t loop_families[] = {
     {SLOT(current), MS_METRIC_GAUGE, "meshscaler_current_replicas",
      "Replicas of the target at the last sync.", LABELS(by_object), NO_BUCKETS},
     {SLOT(sync_seconds), MS_METRIC_HISTOGRAM, "meshscaler_sync_duration_seconds",
-     "Time to sync one object (its share of a batch included).", NO_LABELS,
-     BUCKETS(sync_buckets)},
+     "Time to sync one object (its share of a batch included).", NO_LABELS, BUCKETS(sync_buckets)},
     {SLOT(sync_errors), MS_METRIC_COUNTER, "meshscaler_sync_errors_total",
      "Syncs that could not complete, by reason.", LABELS(by_reason), NO_BUCKETS},
     {SLOT(prom_queries), MS_METRIC_COUNTER, "meshscaler_prometheus_queries_total",
@@ -125,8 +124,8 @@ static const family_t loop_families[] = {
      LABELS(by_verb), NO_BUCKETS},
     {SLOT(client_throttle), MS_METRIC_COUNTER, "meshscaler_kube_client_throttle_seconds_total",
      "Time requests waited for the client-side rate limit.", NO_LABELS, NO_BUCKETS},
-    {SLOT(objects), MS_METRIC_GAUGE, "meshscaler_objects",
-     "MeshAutoscalers in the informer cache.", NO_LABELS, NO_BUCKETS},
+    {SLOT(objects), MS_METRIC_GAUGE, "meshscaler_objects", "MeshAutoscalers in the informer cache.",
+     NO_LABELS, NO_BUCKETS},
     {SLOT(status_queued), MS_METRIC_GAUGE, "meshscaler_status_writes_queued",
      "Status patches waiting for a writer.", NO_LABELS, NO_BUCKETS},
     {SLOT(breaker_open), MS_METRIC_GAUGE, "meshscaler_prometheus_breaker_open",
@@ -227,8 +226,8 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
         if (!ms__budgets_is_member(&c->objects.budgets, it->key, name))
             continue;
         ms_metrics_set(c->metrics, c->fam.budget_room, (const char *[]){name}, b->room);
-        ms_metrics_set(c->metrics, c->fam.budget_granted,
-                       (const char *[]){it->ns, it->name, name}, b->grant);
+        ms_metrics_set(c->metrics, c->fam.budget_granted, (const char *[]){it->ns, it->name, name},
+                       b->grant);
     }
     pthread_mutex_unlock(&c->objects.lock);
 }

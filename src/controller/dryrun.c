@@ -11,7 +11,6 @@
 #include "meshscaler/decision_json.h"
 #include "meshscaler/dryrun.h"
 
-
 const char *ms_dryrun_table_header(void)
 {
     return "TIME                 NAMESPACE/NAME                 TARGET                    "
@@ -32,12 +31,12 @@ static ms_err_t metrics_column(const ms_dryrun_record_t *r, ms_buf_t *out)
 
         if (!m->value.present && r->missing_code != NULL && r->missing_code[i] != NULL)
             err = ms_buf_appendf(out, "%s%s=missing(%s)", sep, r->spec->metrics[i].name,
-                          r->missing_code[i]);
+                                 r->missing_code[i]);
         else if (!m->value.present)
             err = ms_buf_appendf(out, "%s%s=missing", sep, r->spec->metrics[i].name);
         else if (m->has_replicas)
             err = ms_buf_appendf(out, "%s%s=%.4g(asks %d)", sep, r->spec->metrics[i].name,
-                          m->value.value, (int)m->replicas);
+                                 m->value.value, (int)m->replicas);
         else
             err = ms_buf_appendf(out, "%s%s=%.4g", sep, r->spec->metrics[i].name, m->value.value);
     }
@@ -67,8 +66,8 @@ static ms_err_t table_row(const ms_dryrun_record_t *r, ms_buf_t *out)
     snprintf(object, sizeof object, "%s/%s", r->namespace_, r->name);
     snprintf(target, sizeof target, "%s/%s", r->target_kind, r->target_name);
     err = ms_buf_appendf(out, "%-20s %-30s %-25s %7d -> %-7d %-19s ", when, object, target,
-                  (int)r->decision->current_replicas, (int)r->desired,
-                  ms_reason_name(r->decision->reason));
+                         (int)r->decision->current_replicas, (int)r->desired,
+                         ms_reason_name(r->decision->reason));
     if (err == MS_OK)
         err = metrics_column(r, out);
     if (err == MS_OK)

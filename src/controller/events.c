@@ -37,7 +37,7 @@ typedef struct {
 
 /* Per reason: what was shed and folded, since the last take and the last log line. */
 typedef struct {
-    unsigned long dropped, combined;      /* not yet taken */
+    unsigned long dropped, combined; /* not yet taken */
     unsigned long dropped_unlogged;
 } reason_counts_t;
 
@@ -48,15 +48,15 @@ struct ms__event_queue {
     void *ctx;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    ms_strmap_t pending;  /* key -> event_t* (owned) */
-    event_t **order;      /* the same, in arrival order (ring) */
+    ms_strmap_t pending; /* key -> event_t* (owned) */
+    event_t **order;     /* the same, in arrival order (ring) */
     size_t cap, head, len;
     ms_strmap_t by_reason; /* reason -> reason_counts_t* (owned) */
-    bool sending;         /* the thread took an event and has not finished it */
-    pthread_cond_t done;  /* the thread finished an event or left */
+    bool sending;          /* the thread took an event and has not finished it */
+    pthread_cond_t done;   /* the thread finished an event or left */
     bool stopping;
     double drain_deadline;
-    double logged;        /* monotonic: the last drop line, or the start */
+    double logged; /* monotonic: the last drop line, or the start */
     unsigned long dropped, sent;
     pthread_t thread;
     bool started;

@@ -69,8 +69,8 @@ int ms__metrics_authorizer_lookup(void *ctx, const char *bearer_token)
     ms__metrics_authorizer_t *a = ctx;
     ms_kube_review_decision_t d;
 
-    if (!ms_kube_review_cache_get(a->cache, bearer_token, METRICS_PATH, "get",
-                                  ms_clock_monotonic(), &d))
+    if (!ms_kube_review_cache_get(a->cache, bearer_token, METRICS_PATH, "get", ms_clock_monotonic(),
+                                  &d))
         return MS_SERVER_AUTH_UNKNOWN;
     switch (d) {
     case MS_KUBE_REVIEW_ALLOWED:

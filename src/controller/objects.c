@@ -36,10 +36,12 @@ static bool queries_allowed(const ms_spec_t *s, ms_user_queries_t policy, char *
         snprintf(where, sizeof where, "metrics[%zu].prometheus.query", i);
         if (!query_allowed(s->metrics[i].query, policy, where, why, cap))
             return false;
-        snprintf(where, sizeof where, "guardrails.saturation (%s).admittedQuery", s->metrics[i].name);
+        snprintf(where, sizeof where, "guardrails.saturation (%s).admittedQuery",
+                 s->metrics[i].name);
         if (!query_allowed(s->saturation[i].admitted_query, policy, where, why, cap))
             return false;
-        snprintf(where, sizeof where, "guardrails.saturation (%s).rejectedQuery", s->metrics[i].name);
+        snprintf(where, sizeof where, "guardrails.saturation (%s).rejectedQuery",
+                 s->metrics[i].name);
         if (!query_allowed(s->saturation[i].rejected_query, policy, where, why, cap))
             return false;
     }
@@ -195,7 +197,8 @@ void ms__objects_note(ms__objects_t *t, const char *key, const cJSON *obj, ms_us
     bool reparse;
 
     if (ms_pause_parse(cJSON_GetObjectItemCaseSensitive(md, "annotations"), &pause, perr,
-                       sizeof perr) != MS_OK && perr[0] == '\0')
+                       sizeof perr) != MS_OK &&
+        perr[0] == '\0')
         snprintf(perr, sizeof perr, "unreadable");
     pthread_mutex_lock(&t->lock);
     o = ms_strmap_get(&t->map, key);

@@ -27,16 +27,21 @@
 
 #define MAX_WRITE_ATTEMPTS 3
 
-static bool uses_pod_regex(const char *q) { return q != NULL && strstr(q, "{{podRegex}}") != NULL; }
+static bool uses_pod_regex(const char *q)
+{
+    return q != NULL && strstr(q, "{{podRegex}}") != NULL;
+}
 
 bool ms__spec_uses_pod_regex(const ms_spec_t *s)
 {
     for (size_t i = 0; i < s->nmetrics; i++)
-        if (uses_pod_regex(s->metrics[i].query) || uses_pod_regex(s->saturation[i].admitted_query) ||
+        if (uses_pod_regex(s->metrics[i].query) ||
+            uses_pod_regex(s->saturation[i].admitted_query) ||
             uses_pod_regex(s->saturation[i].rejected_query))
             return true;
     for (size_t i = 0; i < s->ndownstreams; i++)
-        if (uses_pod_regex(s->downstreams[i].usage_query) || uses_pod_regex(s->downstreams[i].limit_query))
+        if (uses_pod_regex(s->downstreams[i].usage_query) ||
+            uses_pod_regex(s->downstreams[i].limit_query))
             return true;
     return uses_pod_regex(s->retry_storm.retry_share_query);
 }
@@ -136,7 +141,8 @@ static bool load(ms_controller_t *c, ms__item_t *it)
         if (err != MS_OK) {
             /* A missing target or kind is the user's to fix: report and wait
              * a period. Anything else (API down, throttled) retries sooner. */
-            it->transient = err != MS_ERR_NOTFOUND && err != MS_ERR_FORBIDDEN && err != MS_ERR_INVALID;
+            it->transient =
+                err != MS_ERR_NOTFOUND && err != MS_ERR_FORBIDDEN && err != MS_ERR_INVALID;
             ms_errf(it->problem, sizeof it->problem, MS_OK, "%s", kerr.message);
             it->stage = MS__ENTRY_NO_SCALE;
             return true;
@@ -225,7 +231,8 @@ void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, int32_
         if (type == MS_TARGET_AVERAGE_VALUE)
             obs->metrics[i].value *= (double)(pods->count - left_out) / (double)pods->count;
         pods->count -= left_out;
-        ms_fixbuf_appendf(&w, "%s%s (%d)", w.used ? ", " : "", spec->metrics[i].name, (int)left_out);
+        ms_fixbuf_appendf(&w, "%s%s (%d)", w.used ? ", " : "", spec->metrics[i].name,
+                          (int)left_out);
     }
     if (w.used > 0)
         ms_fixbuf_appendf(&w, ": %d %s turned Ready in the last %.0f s", (int)settling,
@@ -254,7 +261,8 @@ static ms_err_t decide(ms__item_t *it)
 
     obs.now = it->now;
     obs.current_replicas = current;
-    obs.ready_replicas = ms__decision_ready(it->spec, obs.metric_pods, t->pods_ok, t->ready_pods, current);
+    obs.ready_replicas =
+        ms__decision_ready(it->spec, obs.metric_pods, t->pods_ok, t->ready_pods, current);
     /* Step 7 reserves each downstream's perReplica for the replicas whose
      * pods are not running yet; uncounted pods reserve nothing, and neither
      * does an object whose starting-pod-reservation annotation says "false". */
@@ -279,8 +287,8 @@ static void compare_with_hpa(ms_controller_t *c, ms__item_t *it)
     it->hpa_desired = -1;
     it->beside_hpa = c->target_index != NULL &&
                      ms__target_index_hpa(c->target_index, it->ns, it->spec->target_api_version,
-                                          it->spec->target_kind, it->spec->target_name,
-                                          it->hpa_key, sizeof it->hpa_key, &it->hpa_desired,
+                                          it->spec->target_kind, it->spec->target_name, it->hpa_key,
+                                          sizeof it->hpa_key, &it->hpa_desired,
                                           c->cfg.dry_run ? &it->hpa_metrics : NULL);
     if (!it->beside_hpa || it->hpa_desired < 0)
         return;
@@ -369,10 +377,11 @@ static void prepare_first(ms_controller_t *c, ms__item_t *it)
         ms__memory_restore(c, it);
         it->state->memory_ready = true;
     }
-    it->conflict = !dry && c->target_index != NULL &&
-                   ms__target_index_conflict(c->target_index, it->key, it->ns, it->spec->target_api_version,
-                                             it->spec->target_kind, it->spec->target_name,
-                                             it->conflict_with, sizeof it->conflict_with);
+    it->conflict =
+        !dry && c->target_index != NULL &&
+        ms__target_index_conflict(c->target_index, it->key, it->ns, it->spec->target_api_version,
+                                  it->spec->target_kind, it->spec->target_name, it->conflict_with,
+                                  sizeof it->conflict_with);
 }
 
 /* The first decision of a sync; true when a scale write is wanted. */
@@ -480,8 +489,9 @@ static void release_object(ms_controller_t *c, ms__item_t *it, bool again_now)
     if (again_now) {
         o->due = 0; /* the next round observes it again */
     } else if (it->transient) {
-        double period = it->spec != NULL && it->spec->sync_period_seconds > 0 ? it->spec->sync_period_seconds
-                                                                            : c->cfg.sync_period;
+        double period = it->spec != NULL && it->spec->sync_period_seconds > 0
+                            ? it->spec->sync_period_seconds
+                            : c->cfg.sync_period;
         double retry = retry_time(o->failures++, period, ms_clock_monotonic());
         if (retry < o->due)
             o->due = retry;

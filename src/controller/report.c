@@ -41,8 +41,8 @@ static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *
 
 /* set_or_remove: the gauge when the value is known, no series when not
  * (a missing metric must not show its last value as if current). */
-static void set_or_remove(ms_controller_t *c, int family, const char *const *labels,
-                          bool present, double value)
+static void set_or_remove(ms_controller_t *c, int family, const char *const *labels, bool present,
+                          double value)
 {
     if (present)
         ms_metrics_set(c->metrics, family, labels, value);
@@ -116,7 +116,8 @@ static void condition_series(ms_controller_t *c, ms__item_t *it)
         if (*was != 0)
             ms_metrics_remove(c->metrics, c->fam.condition,
                               (const char *[]){it->ns, it->name, type, statuses[*was - 1]});
-        ms_metrics_set(c->metrics, c->fam.condition, (const char *[]){it->ns, it->name, type, now}, 1);
+        ms_metrics_set(c->metrics, c->fam.condition, (const char *[]){it->ns, it->name, type, now},
+                       1);
         *was = (unsigned char)(s + 1);
     }
 }
@@ -158,8 +159,8 @@ static void object_metrics(ms_controller_t *c, ms__item_t *it)
 static const char *note(ms_controller_t *c, ms__item_t *it, char *buf, size_t cap)
 {
     if (it->conflict) {
-        ms_errf(buf, cap, MS_OK, "%s also scales %s/%s",
-                 it->conflict_with, it->spec->target_kind, it->spec->target_name);
+        ms_errf(buf, cap, MS_OK, "%s also scales %s/%s", it->conflict_with, it->spec->target_kind,
+                it->spec->target_name);
         return buf;
     }
     if (it->pause_effect != MS_PAUSE_NONE)
@@ -225,8 +226,8 @@ static void report_decision(ms_controller_t *c, ms__item_t *it)
         ms_errf(message, sizeof message, MS_OK, "%s; not writing until it is removed", why);
         ms__warn_once(c, it, "ConflictingAutoscaler", message);
     } else if (it->write_failed) {
-        ms_errf(message, sizeof message, MS_OK, "New size: %d; reason: %s; error: %s", (int)it->desired,
-                 it->explanation, it->write_err.message);
+        ms_errf(message, sizeof message, MS_OK, "New size: %d; reason: %s; error: %s",
+                (int)it->desired, it->explanation, it->write_err.message);
         ms__warn_once(c, it, "FailedRescale", message);
     } else {
         it->state->last_warning[0] = '\0'; /* healthy again: a new problem warns again */
@@ -293,8 +294,8 @@ static void fill_decided(ms_controller_t *c, ms__item_t *it, ms_status_input_t *
     in->write_failed = it->write_failed;
     in->conflict = it->conflict;
     in->paused = it->pause_effect == MS_PAUSE_NO_WRITE;
-    in->pause_note = it->pause_effect != MS_PAUSE_NONE ? ms_pause_effect_sentence(it->pause_effect)
-                                                       : NULL;
+    in->pause_note =
+        it->pause_effect != MS_PAUSE_NONE ? ms_pause_effect_sentence(it->pause_effect) : NULL;
     in->dry_run = c->cfg.dry_run || it->spec->dry_run;
     if (it->beside_hpa && it->hpa_desired >= 0) {
         const char *slash = strchr(it->hpa_key, '/');
@@ -377,15 +378,34 @@ static uint64_t fingerprint(const ms_controller_t *c, const ms__item_t *it)
     const ms_compare_t *hc = &it->state->hpa_compare;
     /* Of the comparison, what changes when something happens: the counts of
      * syncs ride along with the next write (else every sync would write). */
-    int32_t ints[] = {(int32_t)it->generation, d->current_replicas, it->desired, d->reason,
-                      d->rate_reason, d->recommendation, d->stabilized_value, d->rate_limited_value,
-                      d->downstream_cap, (int32_t)d->metrics_missing, (int32_t)d->failures,
-                      (int32_t)it->pause_effect, it->beside_hpa ? it->hpa_desired : -2,
-                      hc->max_difference, (int32_t)hc->meshscaler_first, (int32_t)hc->hpa_first,
+    int32_t ints[] = {(int32_t)it->generation,
+                      d->current_replicas,
+                      it->desired,
+                      d->reason,
+                      d->rate_reason,
+                      d->recommendation,
+                      d->stabilized_value,
+                      d->rate_limited_value,
+                      d->downstream_cap,
+                      (int32_t)d->metrics_missing,
+                      (int32_t)d->failures,
+                      (int32_t)it->pause_effect,
+                      it->beside_hpa ? it->hpa_desired : -2,
+                      hc->max_difference,
+                      (int32_t)hc->meshscaler_first,
+                      (int32_t)hc->hpa_first,
                       (int32_t)hc->leader};
-    bool flags[] = {d->has_recommendation, d->stabilized, d->downstream_bound, d->fallback_used,
-                    d->retry_storm, d->held_by_storm, d->saturated, it->conflict, it->applied,
-                    it->write_failed, c->cfg.dry_run || it->spec->dry_run};
+    bool flags[] = {d->has_recommendation,
+                    d->stabilized,
+                    d->downstream_bound,
+                    d->fallback_used,
+                    d->retry_storm,
+                    d->held_by_storm,
+                    d->saturated,
+                    it->conflict,
+                    it->applied,
+                    it->write_failed,
+                    c->cfg.dry_run || it->spec->dry_run};
 
     h = mix(h, ints, sizeof ints);
     h = mix(h, flags, sizeof flags);
@@ -419,7 +439,8 @@ void ms__report(ms_controller_t *c, ms__item_t *it)
         bool again = atomic_exchange(&it->state->report_again, false);
         if (!again && fp == it->state->reported_fingerprint &&
             strcmp(it->rv, it->state->reported_rv) == 0 && !it->write_failed) {
-            ms_metrics_add(c->metrics, c->fam.decisions, (const char *[]){ms_reason_name(it->d.reason)}, 1);
+            ms_metrics_add(c->metrics, c->fam.decisions,
+                           (const char *[]){ms_reason_name(it->d.reason)}, 1);
             return;
         }
         it->state->reported_fingerprint = fp;

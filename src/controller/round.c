@@ -133,7 +133,7 @@ void ms__kick(ms_controller_t *c, const char *key)
 
 typedef struct {
     char (*keys)[MS__KEY_MAX];
-    double *late;         /* per key: seconds past its grid time; < 0: not on the grid */
+    double *late; /* per key: seconds past its grid time; < 0: not on the grid */
     size_t n, cap, late_cap;
     size_t on_grid;       /* of the n, those whose round of the grid came */
     double next;          /* the earliest due time of the objects not due now */
@@ -366,8 +366,8 @@ static void visit_workload(void *ctx, const cJSON *obj)
     snprintf(v->t->uid, sizeof v->t->uid, "%s", uid ? uid : "");
     if (v->o->selector == NULL || strcmp(v->o->selector_rv, rv) != 0) {
         ms_label_selector_t *sel = NULL;
-        const cJSON *js = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"),
-                                                           "selector");
+        const cJSON *js = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(obj, "spec"), "selector");
         if (ms_label_selector_from_json(js, &sel, v->problem, sizeof v->problem) == MS_OK) {
             ms_label_selector_free(v->o->selector);
             v->o->selector = sel;
@@ -392,8 +392,8 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
             key[0] = '\0';
         ms_kube_informer_visit(c->workloads[k], key, visit_workload, &v);
         if (!v.found) {
-            ms_errf(e->problem, sizeof e->problem, MS_OK, "%ss.apps \"%s\" not found", workload_kinds[k],
-                    s->target_name);
+            ms_errf(e->problem, sizeof e->problem, MS_OK, "%ss.apps \"%s\" not found",
+                    workload_kinds[k], s->target_name);
             /* The kind's plural, lower-cased, as the API server says it. */
             for (char *p = e->problem; *p && *p != '.'; p++)
                 *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
@@ -405,8 +405,8 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
         pthread_mutex_lock(&c->objects.lock);
         if (o->scale_hint != NULL) {
             const ms_kube_scale_t *h = o->scale_hint;
-            e->target = (ms__target_t){.known = true, .replicas = h->replicas,
-                                       .status_replicas = h->status_replicas};
+            e->target = (ms__target_t){
+                .known = true, .replicas = h->replicas, .status_replicas = h->status_replicas};
             snprintf(e->target.resource_version, sizeof e->target.resource_version, "%s",
                      h->resource_version);
             snprintf(e->target.uid, sizeof e->target.uid, "%s", h->uid);
@@ -564,7 +564,8 @@ static void observe(ms_controller_t *c, ms__round_t *r)
     }
     /* Bounded: a hung or flooding Prometheus costs one round at most its
      * deadline and its byte budget; shutdown cancels what is in flight. */
-    double timeout = c->cfg.round_timeout > 0 ? c->cfg.round_timeout : fmin(c->cfg.sync_period, 10.0);
+    double timeout =
+        c->cfg.round_timeout > 0 ? c->cfg.round_timeout : fmin(c->cfg.sync_period, 10.0);
     ms_prom_run_options_t bounds = {
         .deadline = r->now + timeout,
         .cancel = &c->prom_cancel,
@@ -631,7 +632,8 @@ static void hand_out(ms_controller_t *c, ms__round_t *r)
         if (o == NULL || o->busy || o->pending != NULL)
             continue;
         /* An invalid spec waits for its next change (which kicks it). */
-        o->due = e->stage == MS__ENTRY_INVALID ? INFINITY : r->now + ms__next_sync_delay(period, r->now);
+        o->due =
+            e->stage == MS__ENTRY_INVALID ? INFINITY : r->now + ms__next_sync_delay(period, r->now);
         o->grid = o->due;
         if (e->stage == MS__ENTRY_GONE) {
             o->deleted = true;

@@ -25,7 +25,10 @@ struct ms__scale_writer {
     ms__writer_pool_t *pool; /* "ns/name" -> ms__item_t* */
 };
 
-static void write_scale(void *ctx, void *it) { ms__sync_write(ctx, it); }
+static void write_scale(void *ctx, void *it)
+{
+    ms__sync_write(ctx, it);
+}
 
 /* The newer sync holds the object now. */
 static void replaced(void *ctx, void *it)
@@ -34,13 +37,15 @@ static void replaced(void *ctx, void *it)
     ms__sync_free(it);
 }
 
-static void unwritten(void *ctx, void *it) { ms__sync_abandon(ctx, it); }
+static void unwritten(void *ctx, void *it)
+{
+    ms__sync_abandon(ctx, it);
+}
 
 ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t capacity)
 {
-    static const ms__writer_pool_ops_t ops = {.write = write_scale,
-                                              .replaced = replaced,
-                                              .unwritten = unwritten};
+    static const ms__writer_pool_ops_t ops = {
+        .write = write_scale, .replaced = replaced, .unwritten = unwritten};
     ms__scale_writer_t *w = ms_xcalloc(1, sizeof *w);
 
     w->pool = ms__writer_pool_new(&ops, c, threads, capacity);

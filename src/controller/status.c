@@ -31,7 +31,7 @@ static const struct {
     ms_condition_type_t type;
     const char *status, *reason, *sentence;
 } reasons[] = {
-#define MS__COND_REASON_ROW(id, type, status, reason, sentence)                                   \
+#define MS__COND_REASON_ROW(id, type, status, reason, sentence)                                    \
     {MS_COND_##type, status, reason, sentence},
     MS_STATUS_CONDITION_MAP(MS__COND_REASON_ROW)
 #undef MS__COND_REASON_ROW
@@ -52,9 +52,15 @@ ms_condition_type_t ms_condition_reason_type(ms_condition_reason_t r)
     return reasons[checked(r)].type;
 }
 
-const char *ms_condition_reason_status(ms_condition_reason_t r) { return reasons[checked(r)].status; }
+const char *ms_condition_reason_status(ms_condition_reason_t r)
+{
+    return reasons[checked(r)].status;
+}
 
-const char *ms_condition_reason_name(ms_condition_reason_t r) { return reasons[checked(r)].reason; }
+const char *ms_condition_reason_name(ms_condition_reason_t r)
+{
+    return reasons[checked(r)].reason;
+}
 
 const char *ms_condition_reason_sentence(ms_condition_reason_t r)
 {
@@ -64,7 +70,10 @@ const char *ms_condition_reason_sentence(ms_condition_reason_t r)
 /* ---- small helpers ---- */
 
 /* cJSON fails only when memory runs out. */
-static cJSON *must(cJSON *item) { return ms_xcheck(item, "status"); }
+static cJSON *must(cJSON *item)
+{
+    return ms_xcheck(item, "status");
+}
 
 static void add(cJSON *obj, const char *key, cJSON *item)
 {
@@ -98,7 +107,10 @@ static const char *member_string(const cJSON *obj, const char *key)
 
 /* Rounded to milli-units, as Kubernetes quantities are: float noise below
  * that would otherwise rewrite the status on every sync. */
-static double milli(double v) { return round(v * 1000.0) / 1000.0; }
+static double milli(double v)
+{
+    return round(v * 1000.0) / 1000.0;
+}
 
 /* A number for people: at most two decimals, no trailing zeros. */
 static void put_number(ms_fixbuf_t *o, double v)
@@ -199,7 +211,10 @@ static void cond(cond_t *c, ms_condition_reason_t reason, const char *fmt, ...)
 }
 
 /* Detail text, "" for NULL; used with "%s". */
-static const char *text(const char *s) { return s ? s : ""; }
+static const char *text(const char *s)
+{
+    return s ? s : "";
+}
 
 static void able_to_scale(const ms_status_input_t *in, cond_t *c)
 {
@@ -231,8 +246,8 @@ static void scaling_active(const ms_decision_t *d, const char *missing, cond_t *
              "every metric missing for %u consecutive syncs, the fallback of %d replicas applies",
              d->failures, (int)d->recommendation);
     else if (all_missing || d->reason == MS_REASON_MetricsUnavailable)
-        cond(c, MS_CR_ACTIVE_FAILED_METRICS, "%zu of %zu metrics missing%s%s%s",
-             d->metrics_missing, d->nmetrics, sep, sep[0] ? missing : "", end);
+        cond(c, MS_CR_ACTIVE_FAILED_METRICS, "%zu of %zu metrics missing%s%s%s", d->metrics_missing,
+             d->nmetrics, sep, sep[0] ? missing : "", end);
     else if (d->metrics_missing > 0)
         cond(c, MS_CR_ACTIVE_VALID, "%zu of %zu metrics missing%s%s%s", d->metrics_missing,
              d->nmetrics, sep, sep[0] ? missing : "", end);
@@ -339,8 +354,8 @@ static const cJSON *find_condition(const cJSON *conditions, const char *type)
 }
 
 /* One metav1.Condition; lastTransitionTime from prev while the status holds. */
-static cJSON *make_condition(const cond_t *c, const cJSON *prev_conditions,
-                             long long generation, const char *now)
+static cJSON *make_condition(const cond_t *c, const cJSON *prev_conditions, long long generation,
+                             const char *now)
 {
     ms_condition_reason_t r = c->reason;
     const char *type = ms_condition_type_name(ms_condition_reason_type(r));
@@ -589,14 +604,16 @@ static cJSON *build_failed(const ms_status_input_t *in, const cJSON *prev)
             cond(&conds[MS_COND_DryRun],
                  in->dry_run || in->spec->dry_run ? MS_CR_DRYRUN_ON : MS_CR_DRYRUN_OFF, NULL);
     }
-    replace(status, "conditions",
-            make_conditions(conds, prev_conditions, in->generation, in->now));
+    replace(status, "conditions", make_conditions(conds, prev_conditions, in->generation, in->now));
     return status;
 }
 
 /* ---- comparison ---- */
 
-static bool nullish(const cJSON *x) { return x == NULL || cJSON_IsNull(x); }
+static bool nullish(const cJSON *x)
+{
+    return x == NULL || cJSON_IsNull(x);
+}
 
 static bool json_equal(const cJSON *a, const cJSON *b)
 {
@@ -637,7 +654,10 @@ static bool json_equal(const cJSON *a, const cJSON *b)
 
 /* ---- public ---- */
 
-void ms_status_input_init(ms_status_input_t *in) { memset(in, 0, sizeof *in); }
+void ms_status_input_init(ms_status_input_t *in)
+{
+    memset(in, 0, sizeof *in);
+}
 
 ms_err_t ms_status_build(const ms_status_input_t *in, cJSON **out, bool *changed)
 {
@@ -693,14 +713,12 @@ cJSON *ms_status_merge_patch(const cJSON *previous, const cJSON *status)
 {
     cJSON *body = must(cJSON_CreateObject());
 
-    add(body, "status",
-        patch_object(cJSON_IsObject(previous) ? previous : NULL, status));
+    add(body, "status", patch_object(cJSON_IsObject(previous) ? previous : NULL, status));
     return body;
 }
 
 bool ms_status_restore_memory(const cJSON *previous, const ms_spec_t *spec, double now_wall,
-                              double now_engine, int32_t current_replicas,
-                              ms_engine_memory_t *mem)
+                              double now_engine, int32_t current_replicas, ms_engine_memory_t *mem)
 {
     const cJSON *last = cJSON_GetObjectItemCaseSensitive(previous, "lastDecision");
     const cJSON *rec = cJSON_GetObjectItemCaseSensitive(last, "recommendation");

@@ -105,7 +105,8 @@ static bool pod_ready(const cJSON *pod, double *since)
     *since = 0;
     if (member(pod, "metadata", "deletionTimestamp") != NULL)
         return false;
-    cJSON_ArrayForEach(cond, member(pod, "status", "conditions")) {
+    cJSON_ArrayForEach(cond, member(pod, "status", "conditions"))
+    {
         const char *t = string_member(cond, "type", NULL), *s = string_member(cond, "status", NULL);
         const char *when = string_member(cond, "lastTransitionTime", NULL);
         if (t == NULL || strcmp(t, "Ready") != 0)
@@ -183,8 +184,9 @@ void ms__pod_index_notify(void *ctx, ms_kube_change_t change, const cJSON *obj, 
         p->ready = transformed_flag(obj, "ready");
         p->running = transformed_flag(obj, "running");
         p->ready_since = p->ready ? transformed_ready_since(obj) : 0;
-        p->first_ready_since = before != NULL && before->first_ready_since > 0 ? before->first_ready_since
-                                                                                : p->ready_since;
+        p->first_ready_since = before != NULL && before->first_ready_since > 0
+                                   ? before->first_ready_since
+                                   : p->ready_since;
         p->labels = cJSON_IsObject(labels) ? cJSON_Duplicate(labels, true) : NULL;
         pod_free(ms_strmap_put(&n->pods, name, p));
     }
@@ -303,8 +305,8 @@ void ms__target_index_free(ms__target_index_t *x)
 
 /* "namespace/group/kind/name": the version is left out (apps/v1 and
  * apps/v1beta2 name the same Deployment), as conflict.h compares. */
-static bool target_key(const char *ns, const char *api_version, const char *kind,
-                       const char *name, char *buf, size_t cap)
+static bool target_key(const char *ns, const char *api_version, const char *kind, const char *name,
+                       char *buf, size_t cap)
 {
     const char *slash = strchr(api_version, '/');
     int group = slash ? (int)(slash - api_version) : 0;
@@ -346,7 +348,8 @@ void ms__target_index_update(ms__target_index_t *x, const cJSON *obj, bool is_hp
     autoscaler_t *a;
     bool counts;
 
-    if (ns == NULL || name == NULL || snprintf(key, sizeof key, "%s/%s", ns, name) >= (int)sizeof key)
+    if (ns == NULL || name == NULL ||
+        snprintf(key, sizeof key, "%s/%s", ns, name) >= (int)sizeof key)
         return;
     snprintf(owner, sizeof owner, "%s:%s", is_hpa ? "hpa" : "mas", key);
     /* A MeshAutoscaler in spec.dryRun never conflicts (it runs beside the

@@ -24,8 +24,8 @@
 #define DEFAULT_MAX_DELAY 1000.0
 
 typedef struct entry {
-    bool dirty;      /* in the FIFO, or to be put there by done() */
-    bool processing; /* handed out, done() not called yet */
+    bool dirty;        /* in the FIFO, or to be put there by done() */
+    bool processing;   /* handed out, done() not called yet */
     size_t heap_index; /* SIZE_MAX when not waiting */
     double deadline;
     unsigned failures;
@@ -57,7 +57,10 @@ static double real_monotonic(void *ctx)
     return ms_clock_monotonic();
 }
 
-static double now(const ms_workqueue_t *q) { return q->clock(q->clock_ctx); }
+static double now(const ms_workqueue_t *q)
+{
+    return q->clock(q->clock_ctx);
+}
 
 /* ---- the key table ---- */
 
@@ -396,7 +399,7 @@ void ms_workqueue_done(ms_workqueue_t *q, const char *key)
     e->processing = false;
     q->nprocessing--;
     if (q->shutting_down) {
-        e->dirty = false; /* nothing is handed out any more */
+        e->dirty = false;                 /* nothing is handed out any more */
         pthread_cond_broadcast(&q->cond); /* a drain may be waiting */
     } else if (e->dirty) {
         fifo_push(q, e);

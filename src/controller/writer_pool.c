@@ -25,10 +25,10 @@ struct ms__writer_pool {
     ms__writer_pool_ops_t ops;
     void *ctx;
     pthread_mutex_t lock;
-    pthread_cond_t cond;   /* work queued, or stopping */
-    pthread_cond_t done;   /* a writer finished a write or left */
-    ms__latest_t queue;    /* key -> value, owned until a writer takes it */
-    size_t writing;        /* taken by a writer, not finished */
+    pthread_cond_t cond; /* work queued, or stopping */
+    pthread_cond_t done; /* a writer finished a write or left */
+    ms__latest_t queue;  /* key -> value, owned until a writer takes it */
+    size_t writing;      /* taken by a writer, not finished */
     bool stopping;
     double drain_deadline; /* monotonic, once stopping */
     pthread_t *threads;

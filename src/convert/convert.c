@@ -47,7 +47,7 @@ typedef struct {
     bool min_given, metrics_defaulted;
     hpa_metric_t metrics[HPA_MAX_METRICS];
     size_t nmetrics;
-    const cJSON *behavior; /* v2beta2, v2; NULL when none */
+    const cJSON *behavior;       /* v2beta2, v2; NULL when none */
     ms_scaling_rules_t up, down; /* behavior read (and checked) by the spec reader */
 } hpa_t;
 
@@ -101,8 +101,8 @@ static ms_err_t read_str(const cJSON *obj, const char *key, bool required, ms_jp
     return err;
 }
 
-static ms_err_t read_int(const cJSON *obj, const char *key, int32_t min, int32_t max,
-                         ms_jpath_t *p, int32_t *out, bool *given, char *errbuf, size_t errlen)
+static ms_err_t read_int(const cJSON *obj, const char *key, int32_t min, int32_t max, ms_jpath_t *p,
+                         int32_t *out, bool *given, char *errbuf, size_t errlen)
 {
     const cJSON *v = ms_json_child(obj, key);
     size_t mark = ms_jpath_push_key(p, key);
@@ -145,16 +145,15 @@ static ms_err_t read_target_v2(const cJSON *src, ms_jpath_t *p, hpa_metric_t *m,
     if (err != MS_OK)
         goto out;
     inner = ms_jpath_push_key(p, "type");
-    err = ms_json_enum(ms_json_child(t, "type"), p, target_types, 3, &m->target_type, errbuf,
-                       errlen);
+    err =
+        ms_json_enum(ms_json_child(t, "type"), p, target_types, 3, &m->target_type, errbuf, errlen);
     ms_jpath_pop(p, inner);
     if (err != MS_OK)
         goto out;
     inner = ms_jpath_push_key(p, fields[m->target_type]);
     m->target = ms_json_child(t, fields[m->target_type]);
     if (ms_json_is_absent(m->target))
-        err = ms_jpath_errf(p, errbuf, errlen, "required by type %s",
-                            target_types[m->target_type]);
+        err = ms_jpath_errf(p, errbuf, errlen, "required by type %s", target_types[m->target_type]);
     else
         err = check_target_value(m->target, m->target_type, p, errbuf, errlen);
     ms_jpath_pop(p, inner);
@@ -208,8 +207,8 @@ static ms_err_t read_source(const cJSON *src, hpa_version_t v, ms_jpath_t *p, hp
         err = read_str(src, "container", true, p, &m->container, errbuf, errlen);
         if (err == MS_OK && !ms_convert_is_dns_label(m->container)) {
             size_t mark = ms_jpath_push_key(p, "container");
-            err = ms_jpath_errf(p, errbuf, errlen, "\"%.64s\" is not a container name",
-                                m->container);
+            err =
+                ms_jpath_errf(p, errbuf, errlen, "\"%.64s\" is not a container name", m->container);
             ms_jpath_pop(p, mark);
         }
         if (err != MS_OK)
@@ -272,7 +271,8 @@ static ms_err_t read_metrics(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *e
                              size_t errlen)
 {
     /* The HPA's default target, as if written; read only. */
-    static cJSON default_cpu = {.type = cJSON_Number, .valueint = MS_CONVERT_HPA_DEFAULT_CPU,
+    static cJSON default_cpu = {.type = cJSON_Number,
+                                .valueint = MS_CONVERT_HPA_DEFAULT_CPU,
                                 .valuedouble = MS_CONVERT_HPA_DEFAULT_CPU};
     const cJSON *list = ms_json_child(spec, "metrics");
     size_t mark;
@@ -286,7 +286,10 @@ static ms_err_t read_metrics(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *e
                        errbuf, errlen);
         if (err != MS_OK)
             return err;
-        h->metrics[0] = (hpa_metric_t){M_RESOURCE, "cpu", NULL, T_UTILIZATION,
+        h->metrics[0] = (hpa_metric_t){M_RESOURCE,
+                                       "cpu",
+                                       NULL,
+                                       T_UTILIZATION,
                                        given ? ms_json_child(spec, "targetCPUUtilizationPercentage")
                                              : &default_cpu,
                                        NULL};
@@ -376,8 +379,7 @@ static ms_err_t read_ref(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errbu
     return err;
 }
 
-static ms_err_t read_spec(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errbuf,
-                          size_t errlen)
+static ms_err_t read_spec(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errbuf, size_t errlen)
 {
     bool max_given;
     ms_err_t err = ms_json_object(spec, p, errbuf, errlen);
@@ -389,8 +391,8 @@ static ms_err_t read_spec(const cJSON *spec, hpa_t *h, ms_jpath_t *p, char *errb
         err = read_int(spec, "minReplicas", 1, INT32_MAX, p, &h->min_replicas, &h->min_given,
                        errbuf, errlen);
     if (err == MS_OK)
-        err = read_int(spec, "maxReplicas", 1, INT32_MAX, p, &h->max_replicas, &max_given,
-                       errbuf, errlen);
+        err = read_int(spec, "maxReplicas", 1, INT32_MAX, p, &h->max_replicas, &max_given, errbuf,
+                       errlen);
     if (err == MS_OK && !max_given) {
         size_t mark = ms_jpath_push_key(p, "maxReplicas");
         err = ms_jpath_errf(p, errbuf, errlen, "required");
@@ -502,7 +504,7 @@ static ms_convert_proxy_t proxy_of(const char *const *containers, size_t n, cons
 typedef struct {
     ms_buf_t *out;
     ms_buf_t *report;
-    ms_err_t err; /* the first append that failed; later appends do nothing */
+    ms_err_t err;                   /* the first append that failed; later appends do nothing */
     char names[MS_MAX_METRICS][64]; /* the metric names written, unique */
     size_t nnames;
 } writer_t;
@@ -551,8 +553,8 @@ static void w_report(writer_t *w, const hpa_t *h, const char *fmt, ...)
     va_list ap;
 
     if (w->err == MS_OK)
-        w->err = ms_buf_appendf(w->report, "%s%s%s: ", h->ns ? h->ns : "", h->ns ? "/" : "",
-                                h->name);
+        w->err =
+            ms_buf_appendf(w->report, "%s%s%s: ", h->ns ? h->ns : "", h->ns ? "/" : "", h->name);
     if (w->err != MS_OK)
         return;
     va_start(ap, fmt);
@@ -639,21 +641,29 @@ static void w_proxy_metrics(writer_t *w, const hpa_t *h, ms_convert_proxy_t prox
             describe(&h->metrics[i], what, sizeof what);
             w_put(w, "  #   %s\n", what);
         }
-    w_put(w, "  # A sidecar proxy refuses work while they are far from their target, so\n"
-             "  # meshscaler scales on the proxy's limits: %d%% of them, ", (int)u);
+    w_put(w,
+          "  # A sidecar proxy refuses work while they are far from their target, so\n"
+          "  # meshscaler scales on the proxy's limits: %d%% of them, ",
+          (int)u);
     if (derived)
         w_put(w, "the headroom the HPA\n  # kept (its lowest Utilization target, at most 90).\n");
     else
-        w_put(w, "its default (the HPA's\n  # targets are absolute values: no share to carry over).\n");
-    w_put(w, "  - name: sidecar-concurrency\n    type: SidecarConcurrency\n"
-             "    sidecarConcurrency:\n      proxy: %s\n", proxy_names[proxy]);
+        w_put(
+            w,
+            "its default (the HPA's\n  # targets are absolute values: no share to carry over).\n");
+    w_put(w,
+          "  - name: sidecar-concurrency\n    type: SidecarConcurrency\n"
+          "    sidecarConcurrency:\n      proxy: %s\n",
+          proxy_names[proxy]);
     if (o->concurrency_limit > 0) {
         w_put(w, "      limit: %d\n", (int)o->concurrency_limit);
     } else if (proxy == MS_CONVERT_PROXY_LINKERD) {
         w_put(w, "      # Linkerd exports no in-flight limit: add `limit: N`, the concurrency\n"
-                 "      # each proxy is allowed (--concurrency-limit), or this metric reads NO_LIMIT.\n");
-        w_report(w, h, "warning: Linkerd exports no in-flight limit; set "
-                       "sidecarConcurrency.limit (--concurrency-limit N)");
+                 "      # each proxy is allowed (--concurrency-limit), or this metric reads "
+                 "NO_LIMIT.\n");
+        w_report(w, h,
+                 "warning: Linkerd exports no in-flight limit; set "
+                 "sidecarConcurrency.limit (--concurrency-limit N)");
     }
     w_put(w, "    target:\n      type: Utilization\n      averageUtilization: %d\n", (int)u);
     w_put(w, "  - name: sidecar-cpu\n    type: SidecarCPU\n    sidecarCPU:\n");
@@ -683,10 +693,10 @@ static void w_app_cpu(writer_t *w, const hpa_metric_t *m, const char *sidecar)
                              "sum(kube_pod_container_resource_requests{resource=\"cpu\",%s})",
                              sel.data, sel.data);
     else
-        (void)ms_buf_appendf(&q, "sum(rate(container_cpu_usage_seconds_total{%s}[2m]))",
-                             sel.data);
-    w_put(w, "  # --keep-app-cpu: the application's CPU as the HPA measured it (cAdvisor and\n"
-             "  # kube-state-metrics series), %s.\n",
+        (void)ms_buf_appendf(&q, "sum(rate(container_cpu_usage_seconds_total{%s}[2m]))", sel.data);
+    w_put(w,
+          "  # --keep-app-cpu: the application's CPU as the HPA measured it (cAdvisor and\n"
+          "  # kube-state-metrics series), %s.\n",
           util ? "usage over requests of all pods, in percent"
                : "cores in total (AverageValue compares per pod)");
     w_put(w, "  - name: app-cpu\n    type: Prometheus\n    prometheus:\n");
@@ -757,8 +767,10 @@ static bool w_mapped(writer_t *w, const hpa_t *h, const hpa_metric_t *m,
     if (query == NULL) {
         w_put(w, "  # NOT CONVERTED: the HPA's %s (no --metric-map entry for \"%s\").\n", what,
               quoted);
-        w_report(w, h, "%s not converted: add \"%s\" to the --metric-map file (metric name: "
-                       "PromQL template)", what, quoted);
+        w_report(w, h,
+                 "%s not converted: add \"%s\" to the --metric-map file (metric name: "
+                 "PromQL template)",
+                 what, quoted);
         return false;
     }
     metric_name(w, m->name, name, sizeof name);
@@ -841,15 +853,16 @@ static void w_rules(writer_t *w, const char *dir, const cJSON *given, const ms_s
     w_put(w, "      policies:\n");
     for (size_t i = 0; i < r->npolicies; i++)
         w_put(w, "      - type: %s\n        value: %d\n        periodSeconds: %d\n",
-              r->policies[i].type == MS_POLICY_PODS ? "Pods" : "Percent",
-              (int)r->policies[i].value, (int)r->policies[i].period_seconds);
+              r->policies[i].type == MS_POLICY_PODS ? "Pods" : "Percent", (int)r->policies[i].value,
+              (int)r->policies[i].period_seconds);
 }
 
 static void w_behavior(writer_t *w, const hpa_t *h)
 {
     if (h->behavior == NULL) {
-        w_put(w, "  # No behavior: the HPA's defaults, which are meshscaler's too (scale up\n"
-                 "  # by 100%% or 4 pods per 15 s, down by 100%% per 15 s after a 300 s window).\n");
+        w_put(w,
+              "  # No behavior: the HPA's defaults, which are meshscaler's too (scale up\n"
+              "  # by 100%% or 4 pods per 15 s, down by 100%% per 15 s after a 300 s window).\n");
         return;
     }
     w_put(w, "  # The HPA's behavior, unchanged.\n  behavior:\n");
@@ -875,8 +888,9 @@ static void w_header(writer_t *w, const hpa_t *h, const ms_convert_options_t *o)
           h->min_given ? "" : "  # omitted in the HPA: 1, its default");
     w_put(w, "  maxReplicas: %d\n", (int)h->max_replicas);
     if (o->live)
-        w_put(w, "  # Live: meshscaler scales the target. Delete the HPA first (docs/migration.md).\n"
-                 "  dryRun: false\n");
+        w_put(w,
+              "  # Live: meshscaler scales the target. Delete the HPA first (docs/migration.md).\n"
+              "  dryRun: false\n");
     else
         w_put(w, "  # Shadow mode: meshscaler decides and records it in status, never scales,\n"
                  "  # while the HPA goes on. docs/migration.md says when to set it false.\n"
@@ -897,11 +911,11 @@ static ms_err_t choose_proxy(const hpa_t *h, const ms_convert_options_t *o, ms_j
             size_t mark = ms_jpath_push_key(p, "spec");
             ms_jpath_push_key(p, "scaleTargetRef");
             err = ms_jpath_errf(p, errbuf, errlen,
-                                 "cannot tell the proxy of %s %s: %s; pass --proxy "
-                                 "envoy|haproxy|linkerd",
-                                 h->ref_kind, h->ref_name,
-                                 o->ncontainers == 0 ? "no pod template was read (a file)"
-                                                     : "no container is a known sidecar");
+                                "cannot tell the proxy of %s %s: %s; pass --proxy "
+                                "envoy|haproxy|linkerd",
+                                h->ref_kind, h->ref_name,
+                                o->ncontainers == 0 ? "no pod template was read (a file)"
+                                                    : "no container is a known sidecar");
             ms_jpath_pop(p, mark);
             return err;
         }
@@ -946,8 +960,7 @@ ms_err_t ms_convert_hpa(const cJSON *hpa, ms_jpath_t *p, const ms_convert_option
 }
 
 ms_err_t ms_convert_map_parse(const char *text, size_t len, cJSON **tree,
-                              ms_convert_mapping_t **map, size_t *n, char *errbuf,
-                              size_t errlen)
+                              ms_convert_mapping_t **map, size_t *n, char *errbuf, size_t errlen)
 {
     cJSON *docs = NULL;
     const cJSON *root;
@@ -961,8 +974,8 @@ ms_err_t ms_convert_map_parse(const char *text, size_t len, cJSON **tree,
     ms_jpath_init(&p, "");
     root = cJSON_GetArraySize(docs) == 1 ? docs->child : NULL;
     if (root == NULL || !cJSON_IsObject(root)) {
-        err = ms_jpath_errf(&p, errbuf, errlen,
-                            "want one mapping of metric name to PromQL template");
+        err =
+            ms_jpath_errf(&p, errbuf, errlen, "want one mapping of metric name to PromQL template");
         goto out;
     }
     err = ms_json_unique_keys(root, &p, errbuf, errlen);

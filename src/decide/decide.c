@@ -71,8 +71,8 @@ static char *decision_line(const ms_spec_t *spec, const ms_engine_memory_t *mem,
 }
 
 /* Hand line to emit and free it. */
-static ms_err_t emit_line(ms_decide_emit_fn emit, void *ctx, char *line, size_t index,
-                          char *errbuf, size_t errlen)
+static ms_err_t emit_line(ms_decide_emit_fn emit, void *ctx, char *line, size_t index, char *errbuf,
+                          size_t errlen)
 {
     int stop;
 
@@ -103,7 +103,8 @@ static ms_err_t run_single(ms__scenario_t *sc, ms_decide_format_t format, ms_dec
     size_t index = 0;
     ms_err_t err;
 
-    cJSON_ArrayForEach(item, sc->ticks) {
+    cJSON_ArrayForEach(item, sc->ticks)
+    {
         ms__tick_t tick;
         ms_decision_t d;
 
@@ -111,10 +112,11 @@ static ms_err_t run_single(ms__scenario_t *sc, ms_decide_format_t format, ms_dec
             return err;
         fill_counts(&tick, tick.time, closed_loop);
         if (ms_engine_decide(&sc->spec, &sc->memory, &tick.obs, &d) != MS_OK)
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID, "ticks[%zu]: the engine refused the tick",
-                           index);
-        err = emit_line(emit, ctx, decision_line(&sc->spec, &sc->memory, NULL, tick.time, &d, format),
-                        index, errbuf, errlen);
+            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                           "ticks[%zu]: the engine refused the tick", index);
+        err =
+            emit_line(emit, ctx, decision_line(&sc->spec, &sc->memory, NULL, tick.time, &d, format),
+                      index, errbuf, errlen);
         if (err != MS_OK)
             return err;
         closed_loop = d.desired_replicas;
@@ -126,8 +128,8 @@ static ms_err_t run_single(ms__scenario_t *sc, ms_decide_format_t format, ms_dec
 
 /* Per-object state of a run of rounds, indexed like sc->objects. */
 typedef struct {
-    bool *seen;             /* decided in an earlier round */
-    int32_t *closed_loop;   /* its previous desired count */
+    bool *seen;           /* decided in an earlier round */
+    int32_t *closed_loop; /* its previous desired count */
     ms_decision_t *decisions;
     ms_round_member_t *members;
 } rounds_t;
@@ -157,8 +159,8 @@ static ms_err_t run_round(ms__scenario_t *sc, rounds_t *r, const cJSON *item, si
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                            "ticks[%zu].objects.%s: the engine refused the tick", index,
                            sc->objects[o].key);
-        r->members[n] = (ms_round_member_t){sc->objects[o].key, &sc->objects[o].spec,
-                                            &r->decisions[n]};
+        r->members[n] =
+            (ms_round_member_t){sc->objects[o].key, &sc->objects[o].spec, &r->decisions[n]};
         n++;
     }
     if ((err = ms_engine_share_budgets(r->members, n)) != MS_OK)
@@ -172,9 +174,9 @@ static ms_err_t run_round(ms__scenario_t *sc, rounds_t *r, const cJSON *item, si
                                d->desired_replicas - d->current_replicas); /* step 8 */
         r->seen[o] = true;
         r->closed_loop[o] = d->desired_replicas;
-        err = emit_line(emit, ctx,
-                        decision_line(&obj->spec, &obj->memory, obj->key, time, d, format), index,
-                        errbuf, errlen);
+        err =
+            emit_line(emit, ctx, decision_line(&obj->spec, &obj->memory, obj->key, time, d, format),
+                      index, errbuf, errlen);
         if (err != MS_OK)
             return err;
     }
@@ -193,11 +195,13 @@ static ms_err_t run_rounds(ms__scenario_t *sc, ms_decide_format_t format, ms_dec
     r.closed_loop = ms_xcalloc(sc->nobjects, sizeof *r.closed_loop);
     r.decisions = ms_xcalloc(sc->nobjects, sizeof *r.decisions);
     r.members = ms_xcalloc(sc->nobjects, sizeof *r.members);
-    cJSON_ArrayForEach(item, sc->ticks) {
+    cJSON_ArrayForEach(item, sc->ticks)
+    {
         /* Validated: every round is an object with a number "time". */
         double time = cJSON_GetObjectItemCaseSensitive(item, "time")->valuedouble;
 
-        if ((err = run_round(sc, &r, item, index, time, format, emit, ctx, errbuf, errlen)) != MS_OK)
+        if ((err = run_round(sc, &r, item, index, time, format, emit, ctx, errbuf, errlen)) !=
+            MS_OK)
             goto out;
         index++;
     }

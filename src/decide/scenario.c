@@ -56,8 +56,8 @@ static ms_err_t read_metric_value(const cJSON *item, ms_jpath_t *p, ms_sample_t 
     ms_jpath_push_key(p, "pods");
     if (ms_json_child(item, "pods") == NULL)
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_int32(ms_json_child(item, "pods"), p, 0, INT32_MAX, &pods->count, errbuf, errlen)) !=
-        MS_OK)
+    if ((err = ms_json_int32(ms_json_child(item, "pods"), p, 0, INT32_MAX, &pods->count, errbuf,
+                             errlen)) != MS_OK)
         return err;
     pods->known = true;
     ms_jpath_pop(p, saved);
@@ -72,7 +72,8 @@ static ms_err_t read_tick_metrics(const ms_spec_t *spec, const cJSON *m, ms_jpat
 
     if (err != MS_OK)
         return err;
-    cJSON_ArrayForEach(it, m) {
+    cJSON_ArrayForEach(it, m)
+    {
         size_t saved = ms_jpath_push_key(p, it->string);
         int i = ms_spec_metric_index(spec, it->string);
 
@@ -117,15 +118,18 @@ static ms_err_t read_downstream_signals(const ms_spec_t *spec, const cJSON *obj,
 
     if (err != MS_OK)
         return err;
-    cJSON_ArrayForEach(it, obj) {
+    cJSON_ArrayForEach(it, obj)
+    {
         size_t saved = ms_jpath_push_key(p, it->string);
         int i = ms_spec_downstream_index(spec, it->string);
         ms_downstream_obs_t *o;
 
         if (i < 0)
-            return ms_jpath_errf(p, errbuf, errlen, "downstream not declared in spec.guardrails.downstream");
+            return ms_jpath_errf(p, errbuf, errlen,
+                                 "downstream not declared in spec.guardrails.downstream");
         o = &t->obs.downstreams[i];
-        if ((err = read_pair(it, p, "usage", &o->usage, "limit", &o->limit, errbuf, errlen)) != MS_OK)
+        if ((err = read_pair(it, p, "usage", &o->usage, "limit", &o->limit, errbuf, errlen)) !=
+            MS_OK)
             return err;
         if (o->limit.present && !(o->limit.value > 0)) {
             ms_jpath_push_key(p, "limit");
@@ -144,13 +148,15 @@ static ms_err_t read_saturation_signals(const ms_spec_t *spec, const cJSON *obj,
 
     if (err != MS_OK)
         return err;
-    cJSON_ArrayForEach(it, obj) {
+    cJSON_ArrayForEach(it, obj)
+    {
         size_t saved = ms_jpath_push_key(p, it->string);
         int i = ms_spec_metric_index(spec, it->string);
         ms_saturation_obs_t *o;
 
         if (i < 0 || !spec->saturation[i].enabled)
-            return ms_jpath_errf(p, errbuf, errlen, "metric not declared in spec.guardrails.saturation");
+            return ms_jpath_errf(p, errbuf, errlen,
+                                 "metric not declared in spec.guardrails.saturation");
         o = &t->obs.saturation[i];
         if ((err = read_pair(it, p, "admitted", &o->admitted, "rejected", &o->rejected, errbuf,
                              errlen)) != MS_OK)
@@ -176,7 +182,8 @@ static ms_err_t read_signals(const ms_spec_t *spec, const cJSON *s, ms_jpath_t *
         ms_jpath_pop(p, saved);
     }
     saved = ms_jpath_push_key(p, "retryShare");
-    if ((err = read_sample(ms_json_child(s, "retryShare"), p, 0, &t->obs.retry_share, errbuf, errlen)) != MS_OK)
+    if ((err = read_sample(ms_json_child(s, "retryShare"), p, 0, &t->obs.retry_share, errbuf,
+                           errlen)) != MS_OK)
         return err;
     if (t->obs.retry_share.present && t->obs.retry_share.value > 1)
         return ms_jpath_errf(p, errbuf, errlen, "must be at most 1 (a share of attempts)");
@@ -294,13 +301,13 @@ static int object_by_key(const void *key, const void *obj)
 
 int ms__scenario_object_index(const ms__scenario_t *sc, const char *key)
 {
-    const ms__object_t *o = bsearch(key, sc->objects, sc->nobjects, sizeof *sc->objects,
-                                    object_by_key);
+    const ms__object_t *o =
+        bsearch(key, sc->objects, sc->nobjects, sizeof *sc->objects, object_by_key);
     return o ? (int)(o - sc->objects) : -1;
 }
 
-ms_err_t ms__round_read(const ms__scenario_t *sc, const cJSON *item, size_t index,
-                        double prev_time, bool *seen, double *time, char *errbuf, size_t errlen)
+ms_err_t ms__round_read(const ms__scenario_t *sc, const cJSON *item, size_t index, double prev_time,
+                        bool *seen, double *time, char *errbuf, size_t errlen)
 {
     ms_jpath_t path, *p = &path;
     const cJSON *objects, *it;
@@ -314,7 +321,8 @@ ms_err_t ms__round_read(const ms__scenario_t *sc, const cJSON *item, size_t inde
         return ms_jpath_errf(p, errbuf, errlen, "required");
     if ((err = ms_json_object(objects, p, errbuf, errlen)) != MS_OK)
         return err;
-    cJSON_ArrayForEach(it, objects) {
+    cJSON_ArrayForEach(it, objects)
+    {
         size_t saved = ms_jpath_push_key(p, it->string);
         int o = ms__scenario_object_index(sc, it->string);
         ms__tick_t tick;
@@ -361,7 +369,8 @@ static ms_err_t read_entry(const cJSON *e, ms_jpath_t *p, const char *key, int32
     ms_jpath_push_key(p, key);
     if (ms_json_is_absent(ms_json_child(e, key)))
         return ms_jpath_errf(p, errbuf, errlen, "required");
-    if ((err = ms_json_int32(ms_json_child(e, key), p, min, INT32_MAX, value, errbuf, errlen)) != MS_OK)
+    if ((err = ms_json_int32(ms_json_child(e, key), p, min, INT32_MAX, value, errbuf, errlen)) !=
+        MS_OK)
         return err;
     ms_jpath_pop(p, saved);
     return MS_OK;
@@ -381,7 +390,8 @@ static ms_err_t read_state_list(const ms_spec_t *spec, ms_engine_memory_t *memor
     saved = ms_jpath_push_key(p, list);
     if ((err = ms_json_array(arr, p, errbuf, errlen)) != MS_OK)
         return err;
-    cJSON_ArrayForEach(e, arr) {
+    cJSON_ArrayForEach(e, arr)
+    {
         size_t at = ms_jpath_push_index(p, n++);
         double time = 0;
         int32_t value = 0;
@@ -412,15 +422,16 @@ static ms_err_t read_state(const ms_spec_t *spec, ms_engine_memory_t *memory, do
 
     if ((err = ms_json_object(state, p, errbuf, errlen)) != MS_OK)
         return err;
-    if ((err = read_state_list(spec, memory, first_time, state, p, "recommendations", "replicas",
-                               0, errbuf, errlen)) != MS_OK)
+    if ((err = read_state_list(spec, memory, first_time, state, p, "recommendations", "replicas", 0,
+                               errbuf, errlen)) != MS_OK)
         return err;
     if ((err = read_state_list(spec, memory, first_time, state, p, "scaleEvents", "change",
                                INT32_MIN, errbuf, errlen)) != MS_OK)
         return err;
     if (!ms_json_is_absent(ms_json_child(state, "failures"))) {
         ms_jpath_push_key(p, "failures");
-        if ((err = ms_json_int32(ms_json_child(state, "failures"), p, 0, INT32_MAX, &failures, errbuf, errlen)) != MS_OK)
+        if ((err = ms_json_int32(ms_json_child(state, "failures"), p, 0, INT32_MAX, &failures,
+                                 errbuf, errlen)) != MS_OK)
             return err;
         memory->failures = (uint32_t)failures;
     }
@@ -435,7 +446,8 @@ static ms_err_t check_ticks(ms__scenario_t *sc, char *errbuf, size_t errlen)
     size_t i = 0;
     ms_err_t err;
 
-    cJSON_ArrayForEach(it, sc->ticks) {
+    cJSON_ArrayForEach(it, sc->ticks)
+    {
         if ((err = ms__tick_read(sc, it, i++, prev, &tick, errbuf, errlen)) != MS_OK)
             return err;
         prev = tick.time;
@@ -451,7 +463,8 @@ static ms_err_t check_rounds(ms__scenario_t *sc, char *errbuf, size_t errlen)
     size_t i = 0;
     ms_err_t err = MS_OK;
 
-    cJSON_ArrayForEach(it, sc->ticks) {
+    cJSON_ArrayForEach(it, sc->ticks)
+    {
         if ((err = ms__round_read(sc, it, i++, prev, seen, &time, errbuf, errlen)) != MS_OK)
             break;
         prev = time;
@@ -520,7 +533,8 @@ static ms_err_t read_objects(ms__scenario_t *sc, const cJSON *objects, char *err
     if (cJSON_GetArraySize(objects) == 0)
         return ms_jpath_errf(&path, errbuf, errlen, "at least one object is required");
     sc->objects = ms_xcalloc((size_t)cJSON_GetArraySize(objects), sizeof *sc->objects);
-    cJSON_ArrayForEach(it, objects) {
+    cJSON_ArrayForEach(it, objects)
+    {
         ms__object_t *o = &sc->objects[n];
 
         ms_spec_init(&o->spec);
@@ -552,7 +566,8 @@ static ms_err_t read_object_states(ms__scenario_t *sc, char *errbuf, size_t errl
 
         if (ms_json_is_absent(state))
             continue;
-        cJSON_ArrayForEach(it, ms_json_child(sc->root, "objects")) {
+        cJSON_ArrayForEach(it, ms_json_child(sc->root, "objects"))
+        {
             if (it == o->item)
                 break;
             index++;
@@ -601,14 +616,14 @@ static ms_err_t parse_single(ms__scenario_t *sc, char *errbuf, size_t errlen)
     /* ticks[0] in full before the state, as the single-object reader always did. */
     {
         ms__tick_t first;
-        if ((err = ms__tick_read(sc, sc->ticks->child, 0, -INFINITY, &first, errbuf, errlen)) != MS_OK)
+        if ((err = ms__tick_read(sc, sc->ticks->child, 0, -INFINITY, &first, errbuf, errlen)) !=
+            MS_OK)
             return err;
     }
     item = ms_json_child(sc->root, "state");
     ms_jpath_init(&path, "state");
-    if (!ms_json_is_absent(item) &&
-        (err = read_state(&sc->spec, &sc->memory, sc->first_time, item, &path, errbuf, errlen)) !=
-            MS_OK)
+    if (!ms_json_is_absent(item) && (err = read_state(&sc->spec, &sc->memory, sc->first_time, item,
+                                                      &path, errbuf, errlen)) != MS_OK)
         return err;
     return check_ticks(sc, errbuf, errlen);
 }
@@ -658,9 +673,10 @@ ms_err_t ms__scenario_parse(const char *text, size_t len, ms__scenario_t *sc, ch
     if (end < text + len) {
         size_t line = 1, column = 1;
         ms_json_position(text, end, &line, &column);
-        err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                      "$: not valid JSON (unexpected data after the document at line %zu, column %zu)",
-                      line, column);
+        err = ms_errf(
+            errbuf, errlen, MS_ERR_INVALID,
+            "$: not valid JSON (unexpected data after the document at line %zu, column %zu)", line,
+            column);
         goto out;
     }
     ms_jpath_init(&path, "");

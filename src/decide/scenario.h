@@ -17,18 +17,18 @@
 
 /* One object of a round scenario (docs/decide.md, "Rounds"). */
 typedef struct {
-    const char *key;          /* "namespace/name", borrowed from the root */
-    const cJSON *item;        /* its objects[] entry, borrowed from the root */
-    ms_spec_t spec;           /* owned strings */
+    const char *key;   /* "namespace/name", borrowed from the root */
+    const cJSON *item; /* its objects[] entry, borrowed from the root */
+    ms_spec_t spec;    /* owned strings */
     ms_engine_memory_t memory;
 } ms__object_t;
 
 typedef struct {
-    cJSON *root;         /* owned */
-    const cJSON *ticks;  /* borrowed from root */
-    ms_spec_t spec;      /* owned strings */
+    cJSON *root;        /* owned */
+    const cJSON *ticks; /* borrowed from root */
+    ms_spec_t spec;     /* owned strings */
     ms_engine_memory_t memory;
-    double first_time;   /* time of ticks[0] */
+    double first_time; /* time of ticks[0] */
     /* Rounds: top-level "objects" instead of "spec" (then spec and memory
      * above are unused). Owned; sorted by key; NULL for one object. */
     ms__object_t *objects;
@@ -67,8 +67,8 @@ int ms__scenario_object_index(const ms__scenario_t *sc, const char *key);
  * than prev_time, into *time) and each object it names, which must exist.
  * seen[o] says object o was decided before (currentReplicas is required
  * on an object's first round); it is set for every object read. */
-ms_err_t ms__round_read(const ms__scenario_t *sc, const cJSON *item, size_t index,
-                        double prev_time, bool *seen, double *time, char *errbuf, size_t errlen);
+ms_err_t ms__round_read(const ms__scenario_t *sc, const cJSON *item, size_t index, double prev_time,
+                        bool *seen, double *time, char *errbuf, size_t errlen);
 
 /* Read what a round says about object `object` (round: its value in the
  * round's "objects") into *t; t->time is left 0. Validation already

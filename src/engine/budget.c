@@ -50,9 +50,9 @@ typedef struct {
  * look better than it is, so it is always found before a grant. */
 typedef struct {
     share_t *sh;
-    size_t *members;  /* per namespace heaps of share indices, in place */
-    size_t *size;     /* by namespace (its first share's index): heap size */
-    size_t *ns_heap;  /* namespaces, by first share's index */
+    size_t *members; /* per namespace heaps of share indices, in place */
+    size_t *size;    /* by namespace (its first share's index): heap size */
+    size_t *ns_heap; /* namespaces, by first share's index */
     size_t ns_count;
     double *ns_flows; /* by namespace: flows granted */
 } handout_t;
@@ -137,8 +137,10 @@ static void member_share(ms_round_member_t *m, const char *budget, share_t *sh)
         sh->ask = d->desired_replicas - d->current_replicas;
 }
 
-
-static double own_flows(const share_t *s) { return s->grant * s->per_replica; }
+static double own_flows(const share_t *s)
+{
+    return s->grant * s->per_replica;
+}
 
 static bool share_before(const handout_t *h, size_t a, size_t b)
 {

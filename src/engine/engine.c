@@ -44,9 +44,15 @@ int ms_reason_from_name(const char *name)
     return -1;
 }
 
-void ms_observation_init(ms_observation_t *obs) { memset(obs, 0, sizeof *obs); }
+void ms_observation_init(ms_observation_t *obs)
+{
+    memset(obs, 0, sizeof *obs);
+}
 
-static bool usable(ms_sample_t s) { return s.present && isfinite(s.value); }
+static bool usable(ms_sample_t s)
+{
+    return s.present && isfinite(s.value);
+}
 
 /* Step 2: the value the metric would read if the proxy were not saturated
  * and clients were not retrying. */
@@ -106,7 +112,10 @@ static double ratio_and_ask(const ms_metric_spec_t *ms, double v, int32_t curren
     return ratio;
 }
 
-static int32_t ask_count(double ask) { return ms__clamp_double(ask < 0 ? 0 : ask); }
+static int32_t ask_count(double ask)
+{
+    return ms__clamp_double(ask < 0 ? 0 : ask);
+}
 
 /* v' of the missing-pods rule: pods that did not report count as busy
  * (max(100, target) percent, or the target per pod) when r < 1 and as idle
@@ -129,8 +138,8 @@ static int32_t metric_replicas(const ms_spec_t *spec, const ms_metric_spec_t *ms
                                ms_pods_t pods, int32_t current, int32_t ready,
                                ms_metric_result_t *m)
 {
-    bool per_pod = ms->target_type == MS_TARGET_UTILIZATION ||
-                   ms->target_type == MS_TARGET_AVERAGE_VALUE;
+    bool per_pod =
+        ms->target_type == MS_TARGET_UTILIZATION || ms->target_type == MS_TARGET_AVERAGE_VALUE;
     double r, ask, r2, ask2;
 
     r = ratio_and_ask(ms, v, current, ready, &ask);
@@ -194,8 +203,8 @@ static void downstream_cap(const ms_spec_t *spec, const ms_observation_t *obs, i
         r->observed = true;
         r->reserved = ds->per_replica * d->starting_replicas;
         r->room = ds->max_utilization * limit - o->usage.value; /* §2b's room */
-        headroom = floor((ds->max_utilization * limit - o->usage.value - r->reserved) /
-                         ds->per_replica);
+        headroom =
+            floor((ds->max_utilization * limit - o->usage.value - r->reserved) / ds->per_replica);
         allowed = (int64_t)current + ms__clamp_double(headroom);
         if (allowed < current) /* a guardrail only refuses growth */
             allowed = current;
@@ -297,9 +306,9 @@ static void replicas_per_metric(const ms_spec_t *spec, const ms_observation_t *o
             continue;
         }
         effective_value(spec, obs, i, d->retry_storm, m);
-        m->replicas = metric_replicas(spec, &spec->metrics[i], m->effective.value,
-                                      obs->metric_pods[i], d->current_replicas,
-                                      obs->ready_replicas, m);
+        m->replicas =
+            metric_replicas(spec, &spec->metrics[i], m->effective.value, obs->metric_pods[i],
+                            d->current_replicas, obs->ready_replicas, m);
         m->has_replicas = true;
         d->saturated = d->saturated || m->saturation_applied;
     }
@@ -430,11 +439,11 @@ ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
         return MS_ERR_INVALID;
     start_decision(spec, mem, obs, &d);
 
-    record_initial_recommendation(spec, mem, obs);             /* step 0 */
-    if (out_of_range(spec, &d))                                /* step 1 */
+    record_initial_recommendation(spec, mem, obs); /* step 0 */
+    if (out_of_range(spec, &d))                    /* step 1 */
         goto store;
-    replicas_per_metric(spec, obs, &d);                        /* steps 2, 3 */
-    if (!combine(spec, mem, &d, &result))                      /* step 4 */
+    replicas_per_metric(spec, obs, &d);   /* steps 2, 3 */
+    if (!combine(spec, mem, &d, &result)) /* step 4 */
         goto store;
     result = stabilize(spec, mem, obs->now, &d, result);       /* step 5 */
     result = rate_and_bounds(spec, mem, obs->now, &d, result); /* step 6 */
@@ -442,7 +451,7 @@ ms_err_t ms_engine_decide(const ms_spec_t *spec, ms_engine_memory_t *mem,
     d.desired_replicas = result;
     d.reason = final_reason(&d);
 store:
-    store_scale_event(spec, mem, obs, &d);                     /* step 8 */
+    store_scale_event(spec, mem, obs, &d); /* step 8 */
     *out = d;
     return MS_OK;
 }

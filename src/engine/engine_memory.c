@@ -24,7 +24,10 @@
 
 #include "engine_internal.h"
 
-void ms_engine_memory_init(ms_engine_memory_t *mem) { memset(mem, 0, sizeof *mem); }
+void ms_engine_memory_init(ms_engine_memory_t *mem)
+{
+    memset(mem, 0, sizeof *mem);
+}
 
 typedef struct {
     double time;
@@ -54,8 +57,8 @@ static bool newer(const rec_t *r, size_t j, size_t i)
 
 /* Make room for (time, replicas) when every slot is live; `now` decides what
  * the windows can still see. */
-static void compact_recommendations(ms_engine_memory_t *mem, const ms_spec_t *spec,
-                                    double now, double time, int32_t replicas)
+static void compact_recommendations(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
+                                    double time, int32_t replicas)
 {
     rec_t r[MS_ENGINE_MAX_RECOMMENDATIONS + 1];
     bool keep[MS_ENGINE_MAX_RECOMMENDATIONS + 1];
@@ -111,8 +114,7 @@ static void compact_recommendations(ms_engine_memory_t *mem, const ms_spec_t *sp
     mem->nrecs = (uint8_t)n;
 }
 
-void ms__memory_record(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
-                       int32_t replicas)
+void ms__memory_record(ms_engine_memory_t *mem, const ms_spec_t *spec, double now, int32_t replicas)
 {
     double up_cutoff = now - spec->scale_up.window_seconds;
     double down_cutoff = now - spec->scale_down.window_seconds;
@@ -133,8 +135,8 @@ void ms__memory_record(ms_engine_memory_t *mem, const ms_spec_t *spec, double no
     }
 }
 
-void ms_engine_memory_add_recommendation(ms_engine_memory_t *mem, const ms_spec_t *spec,
-                                         double now, double time, int32_t replicas)
+void ms_engine_memory_add_recommendation(ms_engine_memory_t *mem, const ms_spec_t *spec, double now,
+                                         double time, int32_t replicas)
 {
     /* Restored entries keep their own time; `now` only decides what is old. */
     if (mem->nrecs < MS_ENGINE_MAX_RECOMMENDATIONS) {
@@ -248,8 +250,7 @@ int32_t ms__stabilize(const ms_engine_memory_t *mem, const ms_spec_t *spec, doub
 
 /* Replicas added (sign > 0) or removed (sign < 0) by events newer than
  * now - period. */
-static int64_t change_in_period(const ms_engine_memory_t *mem, double now, int32_t period,
-                                int sign)
+static int64_t change_in_period(const ms_engine_memory_t *mem, double now, int32_t period, int sign)
 {
     double cutoff = now - period;
     int64_t sum = 0;

@@ -25,7 +25,10 @@ static const suffix_t suffixes[] = {
     {"M", 10, 6},  {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18},
 };
 
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 /* Print at most 32 bytes of the text into errors, so a huge input does not
  * make a huge message. */
@@ -69,8 +72,8 @@ static ms_err_t read_suffix(const char *text, size_t len, size_t i, double *mant
         edigits++;
     }
     if (edigits == 0 || j != rest_len)
-        return ms_errf(errbuf, errlen, MS_ERR_PARSE,
-                       "quantity " QFMT " has a malformed exponent", QARG(text, len));
+        return ms_errf(errbuf, errlen, MS_ERR_PARSE, "quantity " QFMT " has a malformed exponent",
+                       QARG(text, len));
     *exp10 = eneg ? -e : e;
     return MS_OK;
 }
@@ -90,8 +93,7 @@ static double times_power_of_ten(double mantissa, long exp10)
     return mantissa / 1e300 / pow(10.0, (double)(-exp10 - 300));
 }
 
-ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out,
-                             char *errbuf, size_t errlen)
+ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out, char *errbuf, size_t errlen)
 {
     size_t i = 0;
     bool negative = false;
@@ -106,8 +108,8 @@ ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out,
         return ms_errf(errbuf, errlen, MS_ERR_PARSE, "empty quantity");
     if (len > QUANTITY_MAX_LEN)
         return ms_errf(errbuf, errlen, MS_ERR_PARSE,
-                       "quantity " QFMT " is longer than %d characters",
-                       QARG(text, len), QUANTITY_MAX_LEN);
+                       "quantity " QFMT " is longer than %d characters", QARG(text, len),
+                       QUANTITY_MAX_LEN);
     if (memchr(text, '\0', len) != NULL)
         return ms_errf(errbuf, errlen, MS_ERR_PARSE, "quantity contains a NUL byte");
 
@@ -136,8 +138,8 @@ ms_err_t ms_quantity_parse_n(const char *text, size_t len, double *out,
 
     value = times_power_of_ten(mantissa, exp10 - frac_digits);
     if (!isfinite(value))
-        return ms_errf(errbuf, errlen, MS_ERR_RANGE,
-                       "quantity " QFMT " is too large", QARG(text, len));
+        return ms_errf(errbuf, errlen, MS_ERR_RANGE, "quantity " QFMT " is too large",
+                       QARG(text, len));
     *out = negative ? -value : value;
     return MS_OK;
 }

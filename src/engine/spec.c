@@ -122,10 +122,11 @@ ms_err_t ms_spec_validate(const ms_spec_t *spec, bool offline, char *errbuf, siz
         return ms_errf(errbuf, errlen, MS_ERR_INVALID, "spec.minReplicas: must be at least 1");
     if (spec->max_replicas < spec->min_replicas)
         return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                       "spec.maxReplicas: %d is less than minReplicas %d",
-                       (int)spec->max_replicas, (int)spec->min_replicas);
+                       "spec.maxReplicas: %d is less than minReplicas %d", (int)spec->max_replicas,
+                       (int)spec->min_replicas);
     if (spec->nmetrics == 0)
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "spec.metrics: at least one metric is required");
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "spec.metrics: at least one metric is required");
     if (!offline && (spec->target_kind == NULL || spec->target_name == NULL ||
                      spec->target_api_version == NULL))
         return ms_errf(errbuf, errlen, MS_ERR_INVALID,
@@ -145,11 +146,13 @@ ms_err_t ms_spec_validate(const ms_spec_t *spec, bool offline, char *errbuf, siz
                            "spec.metrics[%zu].prometheus.query: required for type Prometheus", i);
         if (m->source == MS_SOURCE_SIDECAR_CPU && m->container == NULL)
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "spec.metrics[%zu].sidecarCPU.container: required for type SidecarCPU", i);
+                           "spec.metrics[%zu].sidecarCPU.container: required for type SidecarCPU",
+                           i);
         if (m->source == MS_SOURCE_SIDECAR_CONCURRENCY && m->proxy == 0)
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                            "spec.metrics[%zu].sidecarConcurrency.proxy: required for type "
-                           "SidecarConcurrency", i);
+                           "SidecarConcurrency",
+                           i);
     }
 
     for (size_t i = 0; i < spec->ndownstreams; i++) {
@@ -158,10 +161,12 @@ ms_err_t ms_spec_validate(const ms_spec_t *spec, bool offline, char *errbuf, siz
         for (size_t j = 0; j < i; j++)
             if (strcmp(spec->downstreams[j].name, d->name) == 0)
                 return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                               "spec.guardrails.downstream[%zu].name: duplicate name \"%s\"", i, d->name);
+                               "spec.guardrails.downstream[%zu].name: duplicate name \"%s\"", i,
+                               d->name);
         if (!d->has_limit && d->limit_query == NULL && !offline)
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                           "spec.guardrails.downstream[%zu]: one of limit or limitQuery is required", i);
+            return ms_errf(
+                errbuf, errlen, MS_ERR_INVALID,
+                "spec.guardrails.downstream[%zu]: one of limit or limitQuery is required", i);
         if (!offline && d->usage_query == NULL)
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                            "spec.guardrails.downstream[%zu].usageQuery: required", i);
@@ -170,20 +175,24 @@ ms_err_t ms_spec_validate(const ms_spec_t *spec, bool offline, char *errbuf, siz
         return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                        "spec.guardrails.retryStorm.retryShareQuery: required");
     for (size_t i = 0; i < spec->nmetrics && !offline; i++)
-        if (spec->saturation[i].enabled &&
-            (spec->saturation[i].rejected_query == NULL || spec->saturation[i].admitted_query == NULL))
+        if (spec->saturation[i].enabled && (spec->saturation[i].rejected_query == NULL ||
+                                            spec->saturation[i].admitted_query == NULL))
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                            "spec.guardrails.saturation: metric \"%s\" needs rejectedQuery and "
-                           "admittedQuery", spec->metrics[i].name);
+                           "admittedQuery",
+                           spec->metrics[i].name);
     return MS_OK;
 }
 
 const char *ms_source_type_name(ms_source_type_t t)
 {
     switch (t) {
-    case MS_SOURCE_SIDECAR_CONCURRENCY: return "SidecarConcurrency";
-    case MS_SOURCE_SIDECAR_CPU: return "SidecarCPU";
-    case MS_SOURCE_PROMETHEUS: return "Prometheus";
+    case MS_SOURCE_SIDECAR_CONCURRENCY:
+        return "SidecarConcurrency";
+    case MS_SOURCE_SIDECAR_CPU:
+        return "SidecarCPU";
+    case MS_SOURCE_PROMETHEUS:
+        return "Prometheus";
     }
     return "Unknown";
 }
@@ -191,9 +200,12 @@ const char *ms_source_type_name(ms_source_type_t t)
 const char *ms_proxy_name(ms_proxy_t p)
 {
     switch (p) {
-    case MS_PROXY_ENVOY: return "envoy";
-    case MS_PROXY_HAPROXY: return "haproxy";
-    case MS_PROXY_LINKERD: return "linkerd";
+    case MS_PROXY_ENVOY:
+        return "envoy";
+    case MS_PROXY_HAPROXY:
+        return "haproxy";
+    case MS_PROXY_LINKERD:
+        return "linkerd";
     }
     return "unknown";
 }
@@ -201,9 +213,12 @@ const char *ms_proxy_name(ms_proxy_t p)
 const char *ms_target_type_name(ms_target_type_t t)
 {
     switch (t) {
-    case MS_TARGET_UTILIZATION: return "Utilization";
-    case MS_TARGET_VALUE: return "Value";
-    case MS_TARGET_AVERAGE_VALUE: return "AverageValue";
+    case MS_TARGET_UTILIZATION:
+        return "Utilization";
+    case MS_TARGET_VALUE:
+        return "Value";
+    case MS_TARGET_AVERAGE_VALUE:
+        return "AverageValue";
     }
     return "Unknown";
 }

@@ -52,10 +52,10 @@ typedef struct {
     char *url; /* rewritten for tls-server-name, else NULL */
     bool too_large;
     bool sink_stopped;
-    bool finished;      /* batches: ended and its on_done called */
-    bool started;       /* batches: taken from the queue */
-    bool idle_expired;  /* stopped by req->idle_timeout_ms */
-    double last_byte;   /* monotonic time the last header or body byte arrived */
+    bool finished;     /* batches: ended and its on_done called */
+    bool started;      /* batches: taken from the queue */
+    bool idle_expired; /* stopped by req->idle_timeout_ms */
+    double last_byte;  /* monotonic time the last header or body byte arrived */
     char curl_error[CURL_ERROR_SIZE];
 } transfer_t;
 
@@ -64,7 +64,10 @@ ms_err_t ms_http_global_init(void)
     return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? MS_OK : MS_ERR_IO;
 }
 
-void ms_http_global_cleanup(void) { curl_global_cleanup(); }
+void ms_http_global_cleanup(void)
+{
+    curl_global_cleanup();
+}
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ctx)
 {
@@ -562,7 +565,8 @@ static void finish(transfer_t *t, CURLcode rc)
         err = MS_ERR_IO;
         break;
     }
-    resp->err = ms_errf(resp->error, sizeof resp->error, err, "%s %s: %s", method, t->req->url, why);
+    resp->err =
+        ms_errf(resp->error, sizeof resp->error, err, "%s %s: %s", method, t->req->url, why);
 }
 
 ms_err_t ms_http_do(ms_http_client_t *c, const ms_http_request_t *req, ms_http_response_t *resp)
@@ -575,8 +579,9 @@ ms_err_t ms_http_do(ms_http_client_t *c, const ms_http_request_t *req, ms_http_r
     t.resp = resp;
     err = setup(c, &t, false);
     if (err != MS_OK) {
-        resp->err = ms_errf(resp->error, sizeof resp->error, err, "%s %s: cannot prepare the request",
-                            req->method ? req->method : "GET", req->url);
+        resp->err =
+            ms_errf(resp->error, sizeof resp->error, err, "%s %s: cannot prepare the request",
+                    req->method ? req->method : "GET", req->url);
         transfer_free(&t);
         return resp->err;
     }
@@ -631,7 +636,8 @@ void ms_http_batch_free(ms_http_batch_t *b)
     free(b);
 }
 
-ms_err_t ms_http_batch_add(ms_http_batch_t *b, const ms_http_request_t *req, ms_http_response_t *resp)
+ms_err_t ms_http_batch_add(ms_http_batch_t *b, const ms_http_request_t *req,
+                           ms_http_response_t *resp)
 {
     transfer_t *t;
 
@@ -674,7 +680,10 @@ static size_t batch_abort(ms_http_batch_t *b, ms_err_t err, const char *why)
     return n;
 }
 
-ms_err_t ms_http_batch_run(ms_http_batch_t *b) { return ms_http_batch_run_until(b, 0, NULL); }
+ms_err_t ms_http_batch_run(ms_http_batch_t *b)
+{
+    return ms_http_batch_run_until(b, 0, NULL);
+}
 
 /* The slots of a batch shared fairly among the groups of its requests:
  * left[g] requests of group g have not ended, running[g] of them run. */

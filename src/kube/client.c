@@ -25,9 +25,8 @@ static bool is_loopback(const char *server)
            strncmp(host, "[::1]", 5) == 0;
 }
 
-ms_kube_client_t *ms_kube_client_new(const ms_kube_config_t *cfg,
-                                     const ms_kube_client_options_t *o, char *errbuf,
-                                     size_t errlen)
+ms_kube_client_t *ms_kube_client_new(const ms_kube_config_t *cfg, const ms_kube_client_options_t *o,
+                                     char *errbuf, size_t errlen)
 {
     ms_kube_client_options_t defaults;
     ms_http_options_t h;
@@ -67,7 +66,9 @@ ms_kube_client_t *ms_kube_client_new(const ms_kube_config_t *cfg,
     c->source = ms_xstrdup(cfg->source ? cfg->source : "configuration");
     c->namespace_ = ms_xstrdup(cfg->namespace_ ? cfg->namespace_ : "default");
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
-    c->max_retries = o->max_retries > 0 ? o->max_retries : o->max_retries < 0 ? 0 : 10; /* client-go's maxRetries */
+    c->max_retries = o->max_retries > 0   ? o->max_retries
+                     : o->max_retries < 0 ? 0
+                                          : 10; /* client-go's maxRetries */
     c->cancel = o->cancel;
     return c;
 }
@@ -92,9 +93,15 @@ void ms_kube_client_free(ms_kube_client_t *c)
     free(c);
 }
 
-const char *ms_kube_client_namespace(const ms_kube_client_t *c) { return c->namespace_; }
+const char *ms_kube_client_namespace(const ms_kube_client_t *c)
+{
+    return c->namespace_;
+}
 
-ms_kube_cred_t *ms_kube_client_cred(ms_kube_client_t *c) { return c->cred; }
+ms_kube_cred_t *ms_kube_client_cred(ms_kube_client_t *c)
+{
+    return c->cred;
+}
 
 void ms_kube_client_stats(const ms_kube_client_t *c, ms_kube_stats_t *s)
 {
@@ -166,19 +173,32 @@ static ms_err_t err_of_status(long status)
 static const char *default_reason(long status)
 {
     switch (status) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 409: return "Conflict";
-    case 410: return "Expired";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "";
+    case 400:
+        return "BadRequest";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "NotFound";
+    case 405:
+        return "MethodNotAllowed";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Expired";
+    case 422:
+        return "Invalid";
+    case 429:
+        return "TooManyRequests";
+    case 500:
+        return "InternalError";
+    case 503:
+        return "ServiceUnavailable";
+    case 504:
+        return "Timeout";
+    default:
+        return "";
     }
 }
 
@@ -194,10 +214,12 @@ void ms__kube_error_from_status(ms_kube_error_t *kerr, const char *method, const
     kerr->status = status;
     kerr->reason[0] = '\0';
     snprintf(kerr->reason, sizeof kerr->reason, "%s",
-             cJSON_IsString(reason) && reason->valuestring[0] ? reason->valuestring : default_reason(status));
-    kerr->err = ms_errf(kerr->message, sizeof kerr->message, err_of_status(status), "%s %.*s: %ld %s: %s",
-                        method, plen, path, status, kerr->reason[0] ? kerr->reason : "error",
-                        cJSON_IsString(message) ? message->valuestring : "(no Status in the response)");
+             cJSON_IsString(reason) && reason->valuestring[0] ? reason->valuestring
+                                                              : default_reason(status));
+    kerr->err =
+        ms_errf(kerr->message, sizeof kerr->message, err_of_status(status), "%s %.*s: %ld %s: %s",
+                method, plen, path, status, kerr->reason[0] ? kerr->reason : "error",
+                cJSON_IsString(message) ? message->valuestring : "(no Status in the response)");
     cJSON_Delete(st);
 }
 
@@ -208,8 +230,8 @@ static void error_from_transport(ms_kube_client_t *c, ms_kube_error_t *kerr,
     kerr->reason[0] = '\0';
     /* Only a certificate the client could not verify is the CA's business; a
      * handshake cut off by the network (a reset, a proxy) is not. */
-    if (resp->err == MS_ERR_TLS && (strstr(resp->error, "certificate") != NULL ||
-                                    strstr(resp->error, "verif") != NULL))
+    if (resp->err == MS_ERR_TLS &&
+        (strstr(resp->error, "certificate") != NULL || strstr(resp->error, "verif") != NULL))
         kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TLS,
                             "TLS with %s failed (check the certificate-authority of %s): %s",
                             c->server, c->source, resp->error);
@@ -223,8 +245,14 @@ static void error_from_transport(ms_kube_client_t *c, ms_kube_error_t *kerr,
 /* See ms_kube_deadline_set(). */
 static _Thread_local double thread_deadline;
 
-void ms_kube_deadline_set(double monotonic) { thread_deadline = monotonic; }
-double ms_kube_deadline(void) { return thread_deadline; }
+void ms_kube_deadline_set(double monotonic)
+{
+    thread_deadline = monotonic;
+}
+double ms_kube_deadline(void)
+{
+    return thread_deadline;
+}
 
 void ms_kube_deadline_cap(double monotonic)
 {
@@ -241,7 +269,10 @@ static double time_left(void)
 /* See ms_kube_background_set(). */
 static _Thread_local bool thread_background;
 
-void ms_kube_background_set(bool background) { thread_background = background; }
+void ms_kube_background_set(bool background)
+{
+    thread_background = background;
+}
 
 static void count_throttle(ms_kube_client_t *c, double wait)
 {
@@ -297,10 +328,11 @@ static ms_err_t may_send(ms_kube_client_t *c, const ms__kube_call_t *call, ms_ku
         return kerr->err;
     }
     if (!throttle(c)) {
-        kerr->err = ms_errf(kerr->message, sizeof kerr->message,
-                            time_left() <= 0 || thread_deadline > 0 ? MS_ERR_TIMEOUT : MS_ERR_CANCELLED,
-                            "%s %s: %s", call->method, call->path,
-                            thread_deadline > 0 ? "deadline passed while throttled" : "cancelled");
+        kerr->err =
+            ms_errf(kerr->message, sizeof kerr->message,
+                    time_left() <= 0 || thread_deadline > 0 ? MS_ERR_TIMEOUT : MS_ERR_CANCELLED,
+                    "%s %s: %s", call->method, call->path,
+                    thread_deadline > 0 ? "deadline passed while throttled" : "cancelled");
         return kerr->err;
     }
     return MS_OK;
@@ -338,7 +370,8 @@ static bool send_once(ms_kube_client_t *c, ms__kube_call_t *call, const char *ur
     req.nheaders = nh;
     req.body = call->body;
     req.body_len = call->body_len;
-    req.timeout_ms = call->stream ? call->timeout_ms : (call->timeout_ms ? call->timeout_ms : c->timeout_ms);
+    req.timeout_ms =
+        call->stream ? call->timeout_ms : (call->timeout_ms ? call->timeout_ms : c->timeout_ms);
     if (!call->stream && time_left() * 1000 < (double)req.timeout_ms)
         req.timeout_ms = (long)(time_left() * 1000) > 1 ? (long)(time_left() * 1000) : 1;
     req.idle_timeout_ms = call->idle_timeout_ms;
@@ -461,8 +494,8 @@ static ms_err_t request_capped(ms_kube_client_t *c, const char *method, const ch
 }
 
 ms_err_t ms_kube_request(ms_kube_client_t *c, const char *method, const char *path,
-                         const char *content_type, const char *body, size_t body_len,
-                         cJSON **out, ms_kube_error_t *kerr)
+                         const char *content_type, const char *body, size_t body_len, cJSON **out,
+                         ms_kube_error_t *kerr)
 {
     return request_capped(c, method, path, content_type, body, body_len, 0, out, kerr);
 }
@@ -501,8 +534,8 @@ ms_err_t ms_kube_update(ms_kube_client_t *c, const char *path, const cJSON *obj,
     return send_json(c, "PUT", path, "application/json", obj, out, kerr);
 }
 
-ms_err_t ms_kube_merge_patch(ms_kube_client_t *c, const char *path, const cJSON *patch,
-                             cJSON **out, ms_kube_error_t *kerr)
+ms_err_t ms_kube_merge_patch(ms_kube_client_t *c, const char *path, const cJSON *patch, cJSON **out,
+                             ms_kube_error_t *kerr)
 {
     return send_json(c, "PATCH", path, "application/merge-patch+json", patch, out, kerr);
 }

@@ -13,7 +13,6 @@
 #include "meshscaler/log.h"
 #include "meshscaler/xalloc.h"
 
-
 /* Split $KUBECONFIG at ':' into at most MS__KUBE_MAX_FILES paths inside storage. */
 static size_t split_env(const char *env, char *storage, size_t cap, const char **paths)
 {
@@ -57,8 +56,9 @@ ms_err_t ms_kube_config_load(const ms_kube_config_options_t *o, ms_kube_config_t
     home = o->home ? o->home : getenv("HOME");
     if (home == NULL || home[0] == '\0') {
         *out = NULL;
-        return ms_errf(errbuf, errlen, MS_ERR_NOTFOUND,
-                       "no configuration: no --kubeconfig, $KUBECONFIG, in-cluster environment or $HOME");
+        return ms_errf(
+            errbuf, errlen, MS_ERR_NOTFOUND,
+            "no configuration: no --kubeconfig, $KUBECONFIG, in-cluster environment or $HOME");
     }
     snprintf(def, sizeof def, "%s/.kube/config", home);
     paths[0] = def;
@@ -79,13 +79,16 @@ ms_err_t ms_kube_config_in_cluster(const char *sa_dir, ms_kube_config_t **out, c
     if (sa_dir == NULL)
         sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
     if (host == NULL || host[0] == '\0' || port == NULL || port[0] == '\0')
-        return ms_errf(errbuf, errlen, MS_ERR_NOTFOUND,
-                       "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+        return ms_errf(
+            errbuf, errlen, MS_ERR_NOTFOUND,
+            "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
     if (strlen(host) > 200 || strlen(port) > 10)
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "in-cluster: KUBERNETES_SERVICE_HOST/PORT too long");
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "in-cluster: KUBERNETES_SERVICE_HOST/PORT too long");
     c = ms_xcalloc(1, sizeof *c);
     /* An IPv6 address needs brackets in a URL. */
-    snprintf(server, sizeof server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
+    snprintf(server, sizeof server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+             port);
     c->server = ms_xstrdup(server);
     c->in_cluster = true;
     c->context = ms_xstrdup("in-cluster");

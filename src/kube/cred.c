@@ -37,9 +37,9 @@ struct ms_kube_cred {
     double reload;
     ms_kube_exec_config_t exec; /* command NULL when no plugin */
     char *server;               /* for the plugin's cluster info */
-    char *token;      /* current token from file or plugin; NULL: must fetch */
-    double read_at;   /* monotonic time the file was read */
-    double expires;   /* wall time the plugin's token expires; 0: never */
+    char *token;                /* current token from file or plugin; NULL: must fetch */
+    double read_at;             /* monotonic time the file was read */
+    double expires;             /* wall time the plugin's token expires; 0: never */
     atomic_uint exec_runs;
 };
 
@@ -106,7 +106,10 @@ bool ms_kube_cred_refreshable(const ms_kube_cred_t *c)
     return c->token_file != NULL || c->exec.command != NULL;
 }
 
-unsigned ms_kube_cred_exec_runs(const ms_kube_cred_t *c) { return atomic_load(&c->exec_runs); }
+unsigned ms_kube_cred_exec_runs(const ms_kube_cred_t *c)
+{
+    return atomic_load(&c->exec_runs);
+}
 
 void ms_kube_cred_invalidate(ms_kube_cred_t *c)
 {
@@ -140,7 +143,8 @@ static ms_err_t read_token_file(ms_kube_cred_t *c, double now, char *errbuf, siz
     len = b.len;
     while (start < len && (b.data[start] == ' ' || b.data[start] == '\n' || b.data[start] == '\r'))
         start++;
-    while (len > start && (b.data[len - 1] == ' ' || b.data[len - 1] == '\n' || b.data[len - 1] == '\r'))
+    while (len > start &&
+           (b.data[len - 1] == ' ' || b.data[len - 1] == '\n' || b.data[len - 1] == '\r'))
         len--;
     if (len == start || len - start > MAX_TOKEN ||
         memchr(b.data + start, '\n', len - start) != NULL) {
@@ -200,8 +204,8 @@ static void plugin_argv_envp(const ms_kube_cred_t *c, char ***argv_out, char ***
 /* Start the plugin with stdin from /dev/null and stdout into a pipe. On
  * success *pid is the child and *fd the pipe's read end (the caller's to
  * close); on error nothing is left open. */
-static ms_err_t spawn_plugin(const ms_kube_cred_t *c, char **argv, char **envp, pid_t *pid,
-                             int *fd, char *errbuf, size_t errlen)
+static ms_err_t spawn_plugin(const ms_kube_cred_t *c, char **argv, char **envp, pid_t *pid, int *fd,
+                             char *errbuf, size_t errlen)
 {
     posix_spawn_file_actions_t fa;
     int fds[2], rc;
@@ -232,8 +236,8 @@ static ms_err_t spawn_plugin(const ms_kube_cred_t *c, char **argv, char **envp, 
 
 /* Read the plugin's stdout from fd into out until end of file, out's cap or
  * the monotonic deadline. */
-static ms_err_t read_plugin_output(const ms_kube_cred_t *c, int fd, double deadline,
-                                   ms_buf_t *out, char *errbuf, size_t errlen)
+static ms_err_t read_plugin_output(const ms_kube_cred_t *c, int fd, double deadline, ms_buf_t *out,
+                                   char *errbuf, size_t errlen)
 {
     for (;;) {
         struct pollfd pfd = {fd, POLLIN, 0};
@@ -317,7 +321,8 @@ static ms_err_t run_exec(ms_kube_cred_t *c, char *errbuf, size_t errlen)
         goto out;
     doc = cJSON_ParseWithLength(out.data ? out.data : "", out.len);
     if (doc == NULL || !cJSON_IsObject(doc)) {
-        err = ms_errf(errbuf, errlen, MS_ERR_PARSE, "exec plugin %s: output is not a JSON object", cmd);
+        err = ms_errf(errbuf, errlen, MS_ERR_PARSE, "exec plugin %s: output is not a JSON object",
+                      cmd);
         goto out;
     }
     av = cJSON_GetObjectItemCaseSensitive(doc, "apiVersion");
@@ -325,20 +330,23 @@ static ms_err_t run_exec(ms_kube_cred_t *c, char *errbuf, size_t errlen)
     if (!cJSON_IsString(av) || strcmp(av->valuestring, c->exec.api_version) != 0 ||
         !cJSON_IsString(kind) || strcmp(kind->valuestring, "ExecCredential") != 0) {
         err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                      "exec plugin %s: output is not an ExecCredential of %s", cmd, c->exec.api_version);
+                      "exec plugin %s: output is not an ExecCredential of %s", cmd,
+                      c->exec.api_version);
         goto out;
     }
     status = cJSON_GetObjectItemCaseSensitive(doc, "status");
     token = cJSON_GetObjectItemCaseSensitive(status, "token");
     exp = cJSON_GetObjectItemCaseSensitive(status, "expirationTimestamp");
     if (cJSON_GetObjectItemCaseSensitive(status, "clientCertificateData") != NULL) {
-        err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
-                      "exec plugin %s: status.clientCertificateData is not supported (return a token)", cmd);
+        err = ms_errf(
+            errbuf, errlen, MS_ERR_INVALID,
+            "exec plugin %s: status.clientCertificateData is not supported (return a token)", cmd);
         goto out;
     }
     if (!cJSON_IsString(token) || token->valuestring[0] == '\0' ||
         strlen(token->valuestring) > MAX_TOKEN || strpbrk(token->valuestring, "\r\n") != NULL) {
-        err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "exec plugin %s: status.token: missing or not a token", cmd);
+        err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                      "exec plugin %s: status.token: missing or not a token", cmd);
         goto out;
     }
     c->expires = 0;
@@ -364,8 +372,8 @@ out:
     return err;
 }
 
-ms_err_t ms_kube_cred_header(ms_kube_cred_t *c, double now, char *header, size_t cap,
-                             char *errbuf, size_t errlen)
+ms_err_t ms_kube_cred_header(ms_kube_cred_t *c, double now, char *header, size_t cap, char *errbuf,
+                             size_t errlen)
 {
     ms_err_t err = MS_OK;
     const char *tok = NULL;

@@ -34,7 +34,8 @@ ms_err_t ms__kube_discovery_parse(const cJSON *doc, const char *api_version,
         ms_kube_resource_t *x = &res[count];
 
         if (!cJSON_IsString(name) || !cJSON_IsString(kind) || strchr(name->valuestring, '/') ||
-            strlen(name->valuestring) >= sizeof x->resource || strlen(kind->valuestring) >= sizeof x->kind)
+            strlen(name->valuestring) >= sizeof x->resource ||
+            strlen(kind->valuestring) >= sizeof x->kind)
             continue;
         snprintf(x->api_version, sizeof x->api_version, "%s", api_version);
         snprintf(x->kind, sizeof x->kind, "%s", kind->valuestring);
@@ -51,7 +52,8 @@ ms_err_t ms__kube_discovery_parse(const cJSON *doc, const char *api_version,
             continue;
         for (size_t i = 0; i < count; i++) {
             size_t plen = (size_t)(slash - name->valuestring);
-            if (strlen(res[i].resource) != plen || strncmp(res[i].resource, name->valuestring, plen) != 0)
+            if (strlen(res[i].resource) != plen ||
+                strncmp(res[i].resource, name->valuestring, plen) != 0)
                 continue;
             if (strcmp(slash + 1, "scale") == 0)
                 res[i].has_scale = true;
@@ -135,8 +137,9 @@ ms_err_t ms_kube_discover(ms_kube_client_t *c, const char *api_version, const ch
     /* A miss refreshes that group-version (a CRD may have been added). */
     err = fetch_gv(c, api_version, &fresh, kerr);
     if (err == MS_ERR_NOTFOUND) {
-        kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_NOTFOUND,
-                            "the server does not serve %s (no such API group-version)", api_version);
+        kerr->err =
+            ms_errf(kerr->message, sizeof kerr->message, MS_ERR_NOTFOUND,
+                    "the server does not serve %s (no such API group-version)", api_version);
         return kerr->err;
     }
     if (err != MS_OK)

@@ -45,7 +45,7 @@ struct ms_kube_informer {
     long watch_idle_timeout;
     bool keep_managed_fields;
     bool compact; /* entries hold text, not trees */
-    char **keep; /* NULL-terminated dotted paths, owned; NULL: everything */
+    char **keep;  /* NULL-terminated dotted paths, owned; NULL: everything */
     ms_kube_transform_fn transform;
     ms_kube_notify_fn notify;
     void *ctx;
@@ -57,7 +57,7 @@ struct ms_kube_informer {
     atomic_bool reparse_logged; /* a cached text failed to parse (logged once) */
 
     pthread_rwlock_t lock; /* guards cache */
-    ms_strmap_t cache; /* key -> entry_t*, keys in the entries */
+    ms_strmap_t cache;     /* key -> entry_t*, keys in the entries */
     pthread_mutex_t sync_lock;
     pthread_cond_t sync_cond;
     bool synced;
@@ -200,7 +200,10 @@ static const char *entry_key(const void *e, const void *ctx)
     return ((const entry_t *)e)->key;
 }
 
-static void map_init(ms_strmap_t *m) { ms_strmap_init_intrusive(m, entry_key, NULL); }
+static void map_init(ms_strmap_t *m)
+{
+    ms_strmap_init_intrusive(m, entry_key, NULL);
+}
 
 /* Free every entry of m and empty it. */
 static void map_clear(ms_strmap_t *m)
@@ -216,7 +219,10 @@ static void map_clear(ms_strmap_t *m)
 
 /* Insert e (the map's from now on), replacing the entry with its key;
  * returns the replaced entry (the caller's) or NULL. */
-static entry_t *map_put(ms_strmap_t *m, entry_t *e) { return ms_strmap_put(m, e->key, e); }
+static entry_t *map_put(ms_strmap_t *m, entry_t *e)
+{
+    return ms_strmap_put(m, e->key, e);
+}
 
 /* ---- helpers ---- */
 
@@ -265,7 +271,8 @@ static void prune(char *const *keep, cJSON *obj, char *prefix, size_t cap)
     while (m != NULL) {
         cJSON *next = m->next;
         bool whole;
-        int w = snprintf(prefix + len, cap - len, "%s%s", len ? "." : "", m->string ? m->string : "");
+        int w =
+            snprintf(prefix + len, cap - len, "%s%s", len ? "." : "", m->string ? m->string : "");
 
         if (w < 0 || (size_t)w >= cap - len || !wanted(keep, prefix, &whole))
             cJSON_Delete(cJSON_DetachItemViaPointer(obj, m));
@@ -389,8 +396,8 @@ static ms_err_t list(ms_kube_informer_t *inf, char *rv, size_t rvcap, ms_kube_er
 
     l.inf = inf;
     map_init(&l.fresh);
-    err = ms_kube_list(inf->client, inf->path, inf->label_selector, inf->page_size, on_item, &l,
-                       rv, rvcap, &pages, kerr);
+    err = ms_kube_list(inf->client, inf->path, inf->label_selector, inf->page_size, on_item, &l, rv,
+                       rvcap, &pages, kerr);
     pthread_mutex_lock(&inf->sync_lock);
     inf->stats.list_pages += pages;
     if (err == MS_OK)

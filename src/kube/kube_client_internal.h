@@ -52,7 +52,7 @@ typedef struct {
     const char *content_type;
     const char *body;
     size_t body_len;
-    long timeout_ms;      /* 0: the client's default, or none when stream */
+    long timeout_ms; /* 0: the client's default, or none when stream */
     long idle_timeout_ms;
     bool stream;
     ms_http_sink_fn sink;

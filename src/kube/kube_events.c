@@ -190,8 +190,8 @@ ms_err_t ms_kube_record_combined(ms_kube_recorder_t *r, const ms_kube_object_ref
 /* A repeat of the cached event s: its count and time (and message) patched
  * on the server; then s moves to the front of the cache. MS_ERR_NOTFOUND
  * when the server no longer has it. Called under r->lock. */
-static ms_err_t patch_repeat(ms_kube_recorder_t *r, seen_t *s, const record_t *what,
-                             const char *ts, int *count_out, ms_kube_error_t *kerr)
+static ms_err_t patch_repeat(ms_kube_recorder_t *r, seen_t *s, const record_t *what, const char *ts,
+                             int *count_out, ms_kube_error_t *kerr)
 {
     char path[600];
     cJSON *patch = cJSON_CreateObject();
@@ -227,8 +227,8 @@ static ms_err_t record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, con
     memset(kerr, 0, sizeof *kerr);
     if (!ms__kube_event_key(key, sizeof key, r->component, o->api_version, o->kind, o->namespace_,
                             o->name, o->uid, type, reason, what->key_message)) {
-        kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
-                            "event message too long");
+        kerr->err =
+            ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE, "event message too long");
         return kerr->err;
     }
     ms_time_rfc3339(now, false, ts, sizeof ts);
@@ -251,8 +251,8 @@ static ms_err_t record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, con
     s->key = ms_xstrdup(key);
     snprintf(s->namespace_, sizeof s->namespace_, "%s", o->namespace_ ? o->namespace_ : "default");
     /* client-go names events NAME.<unix nanoseconds in hex>. */
-    snprintf(s->name, sizeof s->name, "%.200s.%llx%02lx", o->name,
-             (unsigned long long)(now * 1e9), r->seq++ % 256);
+    snprintf(s->name, sizeof s->name, "%.200s.%llx%02lx", o->name, (unsigned long long)(now * 1e9),
+             r->seq++ % 256);
     body = new_event(r, o, type, reason, what->message, what->n, s->name, ts, micro);
     err = ms_kube_path(path, sizeof path, "v1", s->namespace_, "events", NULL, NULL);
     if (err == MS_OK)
@@ -277,6 +277,7 @@ static ms_err_t record(ms_kube_recorder_t *r, const ms_kube_object_ref_t *o, con
 out:
     pthread_mutex_unlock(&r->lock);
     if (err != MS_OK && kerr->err == MS_OK)
-        kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "event for %s: bad name", o->name);
+        kerr->err =
+            ms_errf(kerr->message, sizeof kerr->message, err, "event for %s: bad name", o->name);
     return err;
 }

@@ -57,7 +57,7 @@ typedef struct {
     double qps;
     double burst;
     double tokens;
-    double last; /* time tokens was computed for; < 0 before the first use */
+    double last;         /* time tokens was computed for; < 0 before the first use */
     double floor_tokens; /* the background floor's bucket: qps * floor per second, at most 1 */
 } ms__kube_ratelimit_t;
 
@@ -76,10 +76,10 @@ double ms__kube_ratelimit_try_background(ms__kube_ratelimit_t *rl, double now);
 /* ---- exponential backoff with jitter (ratelimit.c) ---- */
 
 typedef struct {
-    double initial; /* first delay */
-    double max;     /* cap */
-    double factor;  /* growth per failure (2) */
-    double jitter;  /* up to this fraction is added at random (0.5) */
+    double initial;     /* first delay */
+    double max;         /* cap */
+    double factor;      /* growth per failure (2) */
+    double jitter;      /* up to this fraction is added at random (0.5) */
     double reset_after; /* a success this long after the last failure resets */
     double current;
     double last_failure;

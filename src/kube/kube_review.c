@@ -85,7 +85,8 @@ static void read_user(const cJSON *user, ms_kube_user_t *u)
     u->uid = ms_xstrdup(ms_json_string_member(user, "uid", NULL, ""));
     if (cJSON_IsArray(groups)) {
         u->groups = ms_xcalloc(MAX_GROUPS, sizeof *u->groups);
-        cJSON_ArrayForEach(g, groups) {
+        cJSON_ArrayForEach(g, groups)
+        {
             if (cJSON_IsString(g) && u->ngroups < MAX_GROUPS)
                 u->groups[u->ngroups++] = ms_xstrdup(g->valuestring);
         }
@@ -124,8 +125,7 @@ ms_err_t ms_kube_review_token(ms_kube_client_t *c, const char *token, bool *auth
         *authenticated = true;
         read_user(cJSON_GetObjectItemCaseSensitive(status, "user"), user);
     } else {
-        copy_line(why, why_cap,
-                  ms_json_string_member(status, "error", NULL, "token not accepted"));
+        copy_line(why, why_cap, ms_json_string_member(status, "error", NULL, "token not accepted"));
     }
     cJSON_Delete(resp);
     return MS_OK;
@@ -198,8 +198,7 @@ static void cache_key(const char *token, const char *path, const char *verb, uns
     if (md == NULL || !EVP_DigestInit_ex(md, EVP_sha256(), NULL) ||
         !EVP_DigestUpdate(md, path, strlen(path) + 1) ||
         !EVP_DigestUpdate(md, verb, strlen(verb) + 1) ||
-        !EVP_DigestUpdate(md, token, strlen(token)) || !EVP_DigestFinal_ex(md, key, &n) ||
-        n != 32)
+        !EVP_DigestUpdate(md, token, strlen(token)) || !EVP_DigestFinal_ex(md, key, &n) || n != 32)
         ms_oom("token hash"); /* SHA-256 is always there; failing here is memory */
     EVP_MD_CTX_free(md);
 }
@@ -330,8 +329,8 @@ static void review(ms_kube_client_t *c, const char *token, const char *path, con
     ms_kube_user_cleanup(&user);
 }
 
-void ms_kube_review_authorize(ms_kube_client_t *c, ms_kube_review_cache_t *cache,
-                              const char *token, const char *path, const char *verb, double now,
+void ms_kube_review_authorize(ms_kube_client_t *c, ms_kube_review_cache_t *cache, const char *token,
+                              const char *path, const char *verb, double now,
                               ms_kube_review_result_t *out)
 {
     memset(out, 0, sizeof *out);

@@ -35,7 +35,6 @@ typedef struct {
     ms_jpath_t path;   /* e.g. users[2].user */
 } entry_t;
 
-
 /* ---- YAML access ---- */
 
 static ms_err_t fail(char *errbuf, size_t errlen, const kdoc_t *kd, const ms_jpath_t *p,
@@ -51,8 +50,7 @@ static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *map, const char *ke
     for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = yaml_document_get_node(d, pr->key);
-        if (k != NULL && k->type == YAML_SCALAR_NODE &&
-            k->data.scalar.length == strlen(key) &&
+        if (k != NULL && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
             memcmp(k->data.scalar.value, key, k->data.scalar.length) == 0)
             return yaml_document_get_node(d, pr->value);
     }
@@ -183,8 +181,8 @@ static ms_err_t load_doc(kdoc_t *kd, const char *text, size_t len, char *errbuf,
     root = yaml_document_get_root_node(&kd->doc);
     /* An empty file is an empty config, as kubectl treats it. */
     if (root != NULL && !is_null(root) && root->type != YAML_MAPPING_NODE)
-        err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: not a kubeconfig (the document is not a mapping)",
-                      kd->name);
+        err = ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                      "%s: not a kubeconfig (the document is not a mapping)", kd->name);
 out:
     yaml_parser_delete(&parser);
     return err;
@@ -361,8 +359,8 @@ static ms_err_t read_exec(kdoc_t *kd, yaml_node_t *ex, ms_jpath_t *p, ms_kube_co
                     x->api_version ? "not client.authentication.k8s.io/v1 or v1beta1" : "missing");
     }
     mark = ms_jpath_push_key(p, "args");
-    err = read_string_list(kd, map_get(&kd->doc, ex, "args"), p, &x->args, &x->nargs, errbuf,
-                           errlen);
+    err =
+        read_string_list(kd, map_get(&kd->doc, ex, "args"), p, &x->args, &x->nargs, errbuf, errlen);
     ms_jpath_pop(p, mark);
     if (err != MS_OK)
         return err;
@@ -421,7 +419,8 @@ static ms_err_t read_user(entry_t *e, ms_kube_config_t *c, char *errbuf, size_t 
                                 "client-certificate-data", &c->cert_file, &c->cert_pem,
                                 &c->cert_pem_len, errbuf, errlen)) != MS_OK ||
         (err = get_file_or_data(kd, e->body, &e->path, "client-key", "client-key-data",
-                                &c->key_file, &c->key_pem, &c->key_pem_len, errbuf, errlen)) != MS_OK ||
+                                &c->key_file, &c->key_pem, &c->key_pem_len, errbuf, errlen)) !=
+            MS_OK ||
         (err = get_str(kd, e->body, "token", &e->path, &c->token, errbuf, errlen)) != MS_OK ||
         (err = get_str(kd, e->body, "tokenFile", &e->path, &tf, errbuf, errlen)) != MS_OK)
         goto out;
@@ -528,22 +527,26 @@ static ms_err_t resolve_docs(kdoc_t *docs, size_t n, const char *context, ms_kub
         context = cur;
     }
     c->context = ms_xstrdup(context);
-    if ((err = find_merged(docs, n, "contexts", "context", context, &ctx, &found, errbuf, errlen)) != MS_OK)
+    if ((err = find_merged(docs, n, "contexts", "context", context, &ctx, &found, errbuf,
+                           errlen)) != MS_OK)
         goto out;
     if (!found) {
         err = ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: context \"%s\" not found", src, context);
         goto out;
     }
-    if ((err = get_str(ctx.kd, ctx.body, "cluster", &ctx.path, &cluster, errbuf, errlen)) != MS_OK ||
+    if ((err = get_str(ctx.kd, ctx.body, "cluster", &ctx.path, &cluster, errbuf, errlen)) !=
+            MS_OK ||
         (err = get_str(ctx.kd, ctx.body, "user", &ctx.path, &user, errbuf, errlen)) != MS_OK ||
-        (err = get_str(ctx.kd, ctx.body, "namespace", &ctx.path, &c->namespace_, errbuf, errlen)) != MS_OK)
+        (err = get_str(ctx.kd, ctx.body, "namespace", &ctx.path, &c->namespace_, errbuf, errlen)) !=
+            MS_OK)
         goto out;
     if (cluster == NULL) {
         ms_jpath_push_key(&ctx.path, "cluster");
         err = fail(errbuf, errlen, ctx.kd, &ctx.path, "missing");
         goto out;
     }
-    if ((err = find_named(docs, n, "clusters", "cluster", cluster, &ctx, &ce, errbuf, errlen)) != MS_OK ||
+    if ((err = find_named(docs, n, "clusters", "cluster", cluster, &ctx, &ce, errbuf, errlen)) !=
+            MS_OK ||
         (err = read_cluster(&ce, c, errbuf, errlen)) != MS_OK)
         goto out;
     if (user != NULL && user[0] != '\0' &&
@@ -603,7 +606,8 @@ ms_err_t ms_kube_config_load_files(const char *const *paths, size_t n, bool requ
         if (paths[i][0] == '\0')
             continue;
         if (nd == MS__KUBE_MAX_FILES) {
-            err = ms_errf(errbuf, errlen, MS_ERR_RANGE, "more than %d kubeconfig files", MS__KUBE_MAX_FILES);
+            err = ms_errf(errbuf, errlen, MS_ERR_RANGE, "more than %d kubeconfig files",
+                          MS__KUBE_MAX_FILES);
             goto out;
         }
         err = ms__kube_read_file(paths[i], &b, why, sizeof why);

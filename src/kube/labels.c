@@ -35,9 +35,13 @@ struct ms_label_selector {
     size_t n, cap;
 };
 
-static ms_label_selector_t *selector_new(void) { return ms_xcalloc(1, sizeof(ms_label_selector_t)); }
+static ms_label_selector_t *selector_new(void)
+{
+    return ms_xcalloc(1, sizeof(ms_label_selector_t));
+}
 
-static requirement_t *add_requirement(ms_label_selector_t *s, const char *key, size_t keylen, op_t op)
+static requirement_t *add_requirement(ms_label_selector_t *s, const char *key, size_t keylen,
+                                      op_t op)
 {
     requirement_t *r;
 
@@ -100,8 +104,9 @@ static size_t token(lexer_t *lx, bool key, const char **start)
 
 static ms_err_t fail(lexer_t *lx, const char *what)
 {
-    return ms_errf(lx->err, lx->errlen, MS_ERR_INVALID, "label selector \"%.200s\": %s at offset %zu",
-                   lx->text, what, (size_t)(lx->p - lx->text));
+    return ms_errf(lx->err, lx->errlen, MS_ERR_INVALID,
+                   "label selector \"%.200s\": %s at offset %zu", lx->text, what,
+                   (size_t)(lx->p - lx->text));
 }
 
 static bool keyword(lexer_t *lx, const char *word)
@@ -242,8 +247,8 @@ static ms_err_t from_expression(const cJSON *e, ms_label_selector_t *s, size_t i
     static const struct {
         const char *name;
         op_t op;
-    } ops[] = {{"In", OP_IN}, {"NotIn", OP_NOTIN}, {"Exists", OP_EXISTS},
-               {"DoesNotExist", OP_NOT_EXISTS}};
+    } ops[] = {
+        {"In", OP_IN}, {"NotIn", OP_NOTIN}, {"Exists", OP_EXISTS}, {"DoesNotExist", OP_NOT_EXISTS}};
     const cJSON *key = cJSON_GetObjectItemCaseSensitive(e, "key");
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(e, "operator");
     const cJSON *values = cJSON_GetObjectItemCaseSensitive(e, "values"), *v;
@@ -256,11 +261,13 @@ static ms_err_t from_expression(const cJSON *e, ms_label_selector_t *s, size_t i
         if (strcmp(op->valuestring, ops[k].name) == 0)
             r = add_requirement(s, key->valuestring, strlen(key->valuestring), ops[k].op);
     if (r == NULL)
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "matchExpressions[%zu]: unknown operator \"%.40s\"",
-                       i, op->valuestring);
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "matchExpressions[%zu]: unknown operator \"%.40s\"", i, op->valuestring);
     if (values != NULL && !cJSON_IsArray(values) && !cJSON_IsNull(values))
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "matchExpressions[%zu].values: not a list", i);
-    cJSON_ArrayForEach(v, values) {
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "matchExpressions[%zu].values: not a list",
+                       i);
+    cJSON_ArrayForEach(v, values)
+    {
         if (!cJSON_IsString(v))
             return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                            "matchExpressions[%zu].values: not a string", i);
@@ -269,8 +276,8 @@ static ms_err_t from_expression(const cJSON *e, ms_label_selector_t *s, size_t i
     return MS_OK;
 }
 
-ms_err_t ms_label_selector_from_json(const cJSON *selector, ms_label_selector_t **out,
-                                     char *errbuf, size_t errlen)
+ms_err_t ms_label_selector_from_json(const cJSON *selector, ms_label_selector_t **out, char *errbuf,
+                                     size_t errlen)
 {
     const cJSON *ml, *me, *item;
     ms_label_selector_t *s = selector_new();
@@ -290,10 +297,12 @@ ms_err_t ms_label_selector_from_json(const cJSON *selector, ms_label_selector_t 
     me = cJSON_GetObjectItemCaseSensitive(selector, "matchExpressions");
     if ((ml != NULL && !cJSON_IsObject(ml) && !cJSON_IsNull(ml)) ||
         (me != NULL && !cJSON_IsArray(me) && !cJSON_IsNull(me))) {
-        ms_errf(errbuf, errlen, MS_ERR_INVALID, "selector: matchLabels must be an object and matchExpressions a list");
+        ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                "selector: matchLabels must be an object and matchExpressions a list");
         goto fail;
     }
-    cJSON_ArrayForEach(item, ml) {
+    cJSON_ArrayForEach(item, ml)
+    {
         if (!cJSON_IsString(item)) {
             ms_errf(errbuf, errlen, MS_ERR_INVALID, "selector.matchLabels.%.60s: not a string",
                     item->string);
@@ -302,9 +311,8 @@ ms_err_t ms_label_selector_from_json(const cJSON *selector, ms_label_selector_t 
         add_value(add_requirement(s, item->string, strlen(item->string), OP_EQ), item->valuestring,
                   strlen(item->valuestring));
     }
-    cJSON_ArrayForEach(item, me)
-        if ((err = from_expression(item, s, i++, errbuf, errlen)) != MS_OK)
-            goto fail;
+    cJSON_ArrayForEach(item, me) if ((err = from_expression(item, s, i++, errbuf, errlen)) !=
+                                     MS_OK) goto fail;
     *out = s;
     return MS_OK;
 fail:

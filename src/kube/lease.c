@@ -27,8 +27,8 @@ struct ms_kube_elector {
     char observed_rv[64];
     char observed_holder[256];
     double observed_at;
-    double last_look;  /* when the previous GET of the lease started; 0: never */
-    cJSON *lease; /* last read or written Lease */
+    double last_look; /* when the previous GET of the lease started; 0: never */
+    cJSON *lease;     /* last read or written Lease */
 };
 
 ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_options_t *o,
@@ -38,7 +38,8 @@ ms_kube_elector_t *ms_kube_elector_new(ms_kube_client_t *c, const ms_kube_lease_
     double backdate;
 
     if (o->namespace_ == NULL || o->name == NULL || o->identity == NULL || o->identity[0] == '\0') {
-        ms_errf(errbuf, errlen, MS_ERR_INVALID, "leader election: namespace, name and identity are required");
+        ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                "leader election: namespace, name and identity are required");
         return NULL;
     }
     e = ms_xcalloc(1, sizeof *e);
@@ -137,7 +138,8 @@ static void observe(ms_kube_elector_t *e, cJSON *lease, double now)
             e->cb.on_new_leader(e->cb.ctx, holder);
         snprintf(e->observed_rv, sizeof e->observed_rv, "%s", rv);
         snprintf(e->observed_holder, sizeof e->observed_holder, "%s", holder);
-        e->observed_at = e->last_look > earliest ? e->last_look : (e->last_look > 0 ? earliest : now);
+        e->observed_at =
+            e->last_look > earliest ? e->last_look : (e->last_look > 0 ? earliest : now);
     }
     cJSON_Delete(e->lease);
     e->lease = lease;
@@ -181,7 +183,8 @@ static bool try_acquire_or_renew(ms_kube_elector_t *e)
         return true;
     }
     if (err != MS_OK) {
-        MS_LOG_WARN("cannot read the leader lease", MS_S("lease", e->name), MS_S("error", kerr.message));
+        MS_LOG_WARN("cannot read the leader lease", MS_S("lease", e->name),
+                    MS_S("error", kerr.message));
         return false;
     }
     observe(e, lease, ms_clock_monotonic());
@@ -229,9 +232,11 @@ static void release(ms_kube_elector_t *e)
     set_str(spec, "renewTime", micro);
     set_str(spec, "acquireTime", micro);
     if (ms_kube_update(e->client, e->path, lease, &out, &kerr) == MS_OK)
-        MS_LOG_INFO("released the leader lease", MS_S("lease", e->name), MS_S("identity", e->identity));
+        MS_LOG_INFO("released the leader lease", MS_S("lease", e->name),
+                    MS_S("identity", e->identity));
     else
-        MS_LOG_WARN("cannot release the leader lease", MS_S("lease", e->name), MS_S("error", kerr.message));
+        MS_LOG_WARN("cannot release the leader lease", MS_S("lease", e->name),
+                    MS_S("error", kerr.message));
     cJSON_Delete(lease);
     cJSON_Delete(out);
 }
@@ -281,7 +286,8 @@ static void *run(void *arg)
             }
             if (ms_clock_monotonic() - last_renew >= e->deadline ||
                 (e->observed_holder[0] != '\0' && strcmp(e->observed_holder, e->identity) != 0)) {
-                MS_LOG_WARN("lost leadership", MS_S("lease", e->name), MS_S("holder", e->observed_holder),
+                MS_LOG_WARN("lost leadership", MS_S("lease", e->name),
+                            MS_S("holder", e->observed_holder),
                             MS_D("seconds_since_renewal", ms_clock_monotonic() - last_renew));
                 break;
             }
@@ -309,7 +315,10 @@ ms_err_t ms_kube_elector_start(ms_kube_elector_t *e)
     return MS_OK;
 }
 
-bool ms_kube_elector_is_leader(ms_kube_elector_t *e) { return atomic_load(&e->leader); }
+bool ms_kube_elector_is_leader(ms_kube_elector_t *e)
+{
+    return atomic_load(&e->leader);
+}
 
 void ms_kube_elector_free(ms_kube_elector_t *e)
 {

@@ -16,7 +16,10 @@ void ms__kube_ratelimit_init(ms__kube_ratelimit_t *rl, double qps, int burst)
     rl->last = -1;
 }
 
-void ms__kube_ratelimit_cleanup(ms__kube_ratelimit_t *rl) { pthread_mutex_destroy(&rl->lock); }
+void ms__kube_ratelimit_cleanup(ms__kube_ratelimit_t *rl)
+{
+    pthread_mutex_destroy(&rl->lock);
+}
 
 /* Under rl->lock: both buckets refilled up to now. */
 static void refill(ms__kube_ratelimit_t *rl, double now)

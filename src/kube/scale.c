@@ -17,7 +17,8 @@ static ms_err_t target_path(ms_kube_client_t *c, const ms_kube_ref_t *ref, const
 
     if ((err = ms_kube_discover(c, ref->api_version, ref->kind, &r, kerr)) != MS_OK)
         return err;
-    if ((need_scale && !r.has_scale) || (!need_scale && strcmp(sub, "status") == 0 && !r.has_status)) {
+    if ((need_scale && !r.has_scale) ||
+        (!need_scale && strcmp(sub, "status") == 0 && !r.has_status)) {
         kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_INVALID,
                             "%s %s has no %s subresource", ref->api_version, ref->kind, sub);
         return kerr->err;
@@ -45,9 +46,11 @@ static ms_err_t parse_scale(const cJSON *doc, ms_kube_scale_t *out, const char *
 
     memset(out, 0, sizeof *out);
     /* spec.replicas is omitted when 0 (omitempty). */
-    if ((rep != NULL && (!cJSON_IsNumber(rep) || rep->valuedouble < 0 || rep->valuedouble > INT32_MAX)) ||
+    if ((rep != NULL &&
+         (!cJSON_IsNumber(rep) || rep->valuedouble < 0 || rep->valuedouble > INT32_MAX)) ||
         !cJSON_IsString(rv) || strlen(rv->valuestring) >= sizeof out->resource_version ||
-        (sel != NULL && (!cJSON_IsString(sel) || strlen(sel->valuestring) >= sizeof out->selector))) {
+        (sel != NULL &&
+         (!cJSON_IsString(sel) || strlen(sel->valuestring) >= sizeof out->selector))) {
         kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_PARSE,
                             "GET %s: not a Scale object", path);
         return kerr->err;
@@ -86,8 +89,8 @@ ms_err_t ms_kube_scale_update(ms_kube_client_t *c, const ms_kube_ref_t *ref,
     ms_err_t err;
 
     if (replicas < 0) {
-        kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_RANGE, "replicas %d < 0",
-                            replicas);
+        kerr->err =
+            ms_errf(kerr->message, sizeof kerr->message, MS_ERR_RANGE, "replicas %d < 0", replicas);
         return kerr->err;
     }
     if ((err = target_path(c, ref, "scale", true, path, sizeof path, kerr)) != MS_OK)
@@ -120,8 +123,8 @@ ms_err_t ms_kube_scale_update(ms_kube_client_t *c, const ms_kube_ref_t *ref,
     return err;
 }
 
-ms_err_t ms_kube_status_patch(ms_kube_client_t *c, const ms_kube_ref_t *ref,
-                              const cJSON *status, cJSON **out, ms_kube_error_t *kerr)
+ms_err_t ms_kube_status_patch(ms_kube_client_t *c, const ms_kube_ref_t *ref, const cJSON *status,
+                              cJSON **out, ms_kube_error_t *kerr)
 {
     char path[1024];
     cJSON *patch;

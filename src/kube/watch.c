@@ -21,7 +21,10 @@ void ms__kube_lines_init(ms__kube_lines_t *l, size_t max_line, ms__kube_line_fn 
     l->err = MS_OK;
 }
 
-void ms__kube_lines_cleanup(ms__kube_lines_t *l) { ms_buf_cleanup(&l->partial); }
+void ms__kube_lines_cleanup(ms__kube_lines_t *l)
+{
+    ms_buf_cleanup(&l->partial);
+}
 
 static ms_err_t emit(ms__kube_lines_t *l, const char *line, size_t len)
 {
@@ -99,7 +102,8 @@ ms_err_t ms_kube_watch_decode(const char *line, size_t len, ms_kube_event_type_t
                            "watch event: object.metadata.resourceVersion: missing or not a string");
         }
         if (i != MS_KUBE_EV_BOOKMARK &&
-            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name"))) {
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name"))) {
             cJSON_Delete(obj);
             return ms_errf(errbuf, errlen, MS_ERR_PARSE,
                            "watch event: object.metadata.name: missing or not a string");
@@ -131,7 +135,10 @@ static ms_err_t query_path(ms_buf_t *b, const char *path, const char *const *kv,
 }
 
 /* A page's limit after its body went past the cap: half, down to one. */
-static long shrunk(long limit) { return limit > 1 ? limit / 2 : 0; }
+static long shrunk(long limit)
+{
+    return limit > 1 ? limit / 2 : 0;
+}
 
 /* One page of a list (doc, freed here): check its shape, copy its
  * resourceVersion into rv, hand each item to fn, and replace *cont with the
@@ -161,13 +168,14 @@ static ms_err_t take_page(cJSON *doc, const char *path, ms_kube_item_fn fn, void
     *cont = cJSON_IsString(next) && next->valuestring[0] ? strdup(next->valuestring) : NULL;
     cJSON_Delete(doc);
     if (err != MS_OK)
-        kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "list %s: item refused", path);
+        kerr->err =
+            ms_errf(kerr->message, sizeof kerr->message, err, "list %s: item refused", path);
     return err;
 }
 
-ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector,
-                      long limit, ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap,
-                      unsigned long *pages, ms_kube_error_t *kerr)
+ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_selector, long limit,
+                      ms_kube_item_fn fn, void *ctx, char *rv, size_t rvcap, unsigned long *pages,
+                      ms_kube_error_t *kerr)
 {
     char *cont = NULL, limit_s[24];
     bool restarted = false;
@@ -183,7 +191,8 @@ ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_s
         ms_buf_init(&url, 16384);
         if ((err = query_path(&url, path, kv, 6)) != MS_OK) {
             ms_buf_cleanup(&url);
-            kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "list %s: URL too long", path);
+            kerr->err =
+                ms_errf(kerr->message, sizeof kerr->message, err, "list %s: URL too long", path);
             break;
         }
         err = ms__kube_get_capped(c, url.data, MS_KUBE_LIST_PAGE_MAX, &doc, kerr);
@@ -202,9 +211,9 @@ ms_err_t ms_kube_list(ms_kube_client_t *c, const char *path, const char *label_s
             continue;
         }
         if (err == MS_ERR_TOOLARGE) {
-            err = kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
-                                      "list %s: one object is larger than %u bytes", path,
-                                      MS_KUBE_LIST_PAGE_MAX);
+            err = kerr->err =
+                ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
+                        "list %s: one object is larger than %u bytes", path, MS_KUBE_LIST_PAGE_MAX);
             break;
         }
         if (err == MS_ERR_GONE && cont != NULL && !restarted) {
@@ -237,9 +246,9 @@ typedef struct {
     const char *path;
     ms_kube_watch_fn fn;
     void *ctx;
-    ms_err_t err;            /* why the stream was stopped */
-    double last;             /* monotonic time of the start or the last chunk */
-    ms_kube_error_t status;  /* from an ERROR event */
+    ms_err_t err;           /* why the stream was stopped */
+    double last;            /* monotonic time of the start or the last chunk */
+    ms_kube_error_t status; /* from an ERROR event */
     char detail[MS_ERRBUF_SIZE];
 } watch_t;
 
@@ -282,11 +291,19 @@ ms_err_t ms_kube_watch_with(ms_kube_client_t *c, const char *path, const char *r
 {
     static const ms_kube_watch_options_t defaults;
     const ms_kube_watch_options_t *opt = o != NULL ? o : &defaults;
-    long idle_s = opt->idle_timeout_seconds > 0 ? opt->idle_timeout_seconds
-                                                : MS_KUBE_WATCH_IDLE_TIMEOUT;
+    long idle_s =
+        opt->idle_timeout_seconds > 0 ? opt->idle_timeout_seconds : MS_KUBE_WATCH_IDLE_TIMEOUT;
     char tos[24];
-    const char *kv[] = {"watch", "true", "allowWatchBookmarks", "true", "resourceVersion", rv,
-                        "timeoutSeconds", tos, "labelSelector", opt->label_selector};
+    const char *kv[] = {"watch",
+                        "true",
+                        "allowWatchBookmarks",
+                        "true",
+                        "resourceVersion",
+                        rv,
+                        "timeoutSeconds",
+                        tos,
+                        "labelSelector",
+                        opt->label_selector};
     ms_buf_t url;
     watch_t w;
     ms_err_t err;
@@ -298,7 +315,8 @@ ms_err_t ms_kube_watch_with(ms_kube_client_t *c, const char *path, const char *r
     ms_buf_init(&url, 16384);
     if ((err = query_path(&url, path, kv, 10)) != MS_OK) {
         ms_buf_cleanup(&url);
-        kerr->err = ms_errf(kerr->message, sizeof kerr->message, err, "watch %s: URL too long", path);
+        kerr->err =
+            ms_errf(kerr->message, sizeof kerr->message, err, "watch %s: URL too long", path);
         return kerr->err;
     }
     ms__kube_lines_init(&w.lines, MS_KUBE_MAX_EVENT, on_line, &w);
@@ -318,8 +336,9 @@ ms_err_t ms_kube_watch_with(ms_kube_client_t *c, const char *path, const char *r
         if (w.status.err != MS_OK)
             *kerr = w.status;
         else if (w.err == MS_ERR_TOOLARGE)
-            kerr->err = ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
-                                "watch %s: an event is longer than %u bytes", path, MS_KUBE_MAX_EVENT);
+            kerr->err =
+                ms_errf(kerr->message, sizeof kerr->message, MS_ERR_TOOLARGE,
+                        "watch %s: an event is longer than %u bytes", path, MS_KUBE_MAX_EVENT);
         else
             kerr->err = ms_errf(kerr->message, sizeof kerr->message, w.err, "watch %s: %s", path,
                                 w.detail[0] ? w.detail : ms_strerror(w.err));

@@ -60,7 +60,6 @@ struct ms_prom_client {
     double breaker_open_until; /* monotonic */
 };
 
-
 /* "prefix" + s, caller frees. */
 static char *concat(const char *prefix, const char *s)
 {
@@ -132,8 +131,10 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     ms_http_options_t hopts;
     size_t ulen;
 
-    if (o->url == NULL || (strncmp(o->url, "http://", 7) != 0 && strncmp(o->url, "https://", 8) != 0)) {
-        ms_errf(errbuf, errlen, MS_ERR_INVALID, "prometheus url must start with http:// or https://");
+    if (o->url == NULL ||
+        (strncmp(o->url, "http://", 7) != 0 && strncmp(o->url, "https://", 8) != 0)) {
+        ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                "prometheus url must start with http:// or https://");
         return NULL;
     }
     if ((o->bearer_token != NULL || o->bearer_token_file != NULL) && o->basic_user != NULL) {
@@ -147,7 +148,8 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     }
     for (size_t i = 0; i < o->nheaders; i++)
         if (!valid_header(o->headers[i])) {
-            ms_errf(errbuf, errlen, MS_ERR_INVALID, "prometheus header %zu is not \"Name: value\"", i);
+            ms_errf(errbuf, errlen, MS_ERR_INVALID, "prometheus header %zu is not \"Name: value\"",
+                    i);
             return NULL;
         }
     c = calloc(1, sizeof *c);
@@ -158,7 +160,8 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     pthread_mutex_init(&c->lock, NULL);
     memset(&hopts, 0, sizeof hopts);
     hopts.tls = o->tls;
-    hopts.connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
+    hopts.connect_timeout_ms =
+        o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
     c->http = ms_http_client_new(&hopts, errbuf, errlen);
     if (c->http == NULL) {
         ms_prom_client_free(c);
@@ -195,7 +198,8 @@ ms_prom_client_t *ms_prom_client_new(const ms_prom_options_t *o, char *errbuf, s
     c->max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY;
     c->breaker_runs = o->breaker_runs ? o->breaker_runs : DEFAULT_BREAKER_RUNS;
     c->breaker_backoff = o->breaker_backoff > 0 ? o->breaker_backoff : DEFAULT_BREAKER_BACKOFF;
-    c->breaker_max_backoff = o->breaker_max_backoff > 0 ? o->breaker_max_backoff : BREAKER_MAX_BACKOFF;
+    c->breaker_max_backoff =
+        o->breaker_max_backoff > 0 ? o->breaker_max_backoff : BREAKER_MAX_BACKOFF;
     if (c->breaker_max_backoff < c->breaker_backoff)
         c->breaker_max_backoff = c->breaker_backoff;
     return c;
@@ -390,8 +394,8 @@ typedef struct {
     atomic_bool *over_budget; /* set when total passes max_total: the rest stops */
     size_t *user_total;       /* bytes of the run's queries that are not presets */
     size_t max_user;
-    atomic_bool *users_over;  /* set when user_total passes max_user: those stop */
-    double deadline;          /* the run's (monotonic; 0: none) */
+    atomic_bool *users_over; /* set when user_total passes max_user: those stop */
+    double deadline;         /* the run's (monotonic; 0: none) */
     bool sent;
     bool too_large; /* on_chunk stopped it at the answer's cap */
     size_t bytes;   /* of this answer */
@@ -409,10 +413,9 @@ static size_t answer_cap(const ms_prom_client_t *c, const ms_prom_query_t *q)
 /* Whether the query's own share, not the client's limits, is what stops it. */
 static bool share_bytes_bind(const ms_prom_client_t *c, const ms_prom_query_t *q)
 {
-    return q->share_bytes > 0 && q->share_bytes < (q->max_bytes > c->max_body ? q->max_bytes
-                                                                                : c->max_body);
+    return q->share_bytes > 0 &&
+           q->share_bytes < (q->max_bytes > c->max_body ? q->max_bytes : c->max_body);
 }
-
 
 /* An answer past its cap: the HTTP layer's line ("POST <url>: response body
  * exceeds its size limit") with the cap in bytes and what raises it. */
@@ -478,9 +481,10 @@ static void on_answer(void *ctx, ms_http_response_t *resp)
     } else if (atomic_load(p->over_budget) && resp->err == MS_ERR_CANCELLED) {
         ms_prom_result_cleanup(&p->query->result);
         p->query->result.reason = MS_PROM_TOO_LARGE;
-        ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
-                "not read: the round's answers passed %zu bytes (raise --prometheus-max-round-bytes)",
-                p->max_total);
+        ms_errf(
+            p->query->result.message, sizeof p->query->result.message, MS_OK,
+            "not read: the round's answers passed %zu bytes (raise --prometheus-max-round-bytes)",
+            p->max_total);
     } else if (atomic_load(p->users_over) && resp->err == MS_ERR_CANCELLED) {
         ms_prom_result_cleanup(&p->query->result);
         p->query->result.reason = MS_PROM_TOO_LARGE;
@@ -497,8 +501,7 @@ static void on_answer(void *ctx, ms_http_response_t *resp)
             (p->deadline <= 0 || ms_clock_monotonic() < p->deadline)) {
             p->query->result.reason = MS_PROM_OVER_SHARE;
             ms_errf(p->query->result.message, sizeof p->query->result.message, MS_OK,
-                    "the query ran past its share of the round, %.1f s",
-                    p->query->share_seconds);
+                    "the query ran past its share of the round, %.1f s", p->query->share_seconds);
         }
     }
     p->query->result.seconds = resp->total_seconds;
@@ -592,20 +595,20 @@ static ms_err_t add_query(ms_prom_client_t *c, ms_prom_query_t *q, run_slot_t *s
                                    .users_over = &budget->users_over,
                                    .deadline = o->deadline,
                                    .sent = true};
-    slot->req = (ms_http_request_t){.method = "POST",
-                                    .url = q->range ? c->range_url : c->query_url,
-                                    .headers = hdrs,
-                                    .nheaders = nh,
-                                    .body = slot->body.data,
-                                    .body_len = slot->body.len,
-                                    .timeout_ms = query_timeout_ms(c, q),
-                                    .cancel = q->preset ? &budget->over_budget
-                                                        : &budget->users_over,
-                                    .group = q->group,
-                                    .sink = on_chunk,
-                                    .sink_ctx = &slot->pend,
-                                    .on_done = on_answer,
-                                    .done_ctx = &slot->pend};
+    slot->req =
+        (ms_http_request_t){.method = "POST",
+                            .url = q->range ? c->range_url : c->query_url,
+                            .headers = hdrs,
+                            .nheaders = nh,
+                            .body = slot->body.data,
+                            .body_len = slot->body.len,
+                            .timeout_ms = query_timeout_ms(c, q),
+                            .cancel = q->preset ? &budget->over_budget : &budget->users_over,
+                            .group = q->group,
+                            .sink = on_chunk,
+                            .sink_ctx = &slot->pend,
+                            .on_done = on_answer,
+                            .done_ctx = &slot->pend};
     return ms_http_batch_add(batch, &slot->req, &slot->resp);
 }
 

@@ -100,8 +100,8 @@ static ms_prom_reason_t decode_error_body(const char *body, const doc_t *d, long
     else if (strcmp(type, "execution") == 0)
         /* A deadline that expires while series are expanded comes back as
          * an execution error; it is a timeout all the same. */
-        reason = strstr(msg, "context deadline exceeded") != NULL ? MS_PROM_TIMEOUT
-                                                                   : MS_PROM_EXECUTION;
+        reason =
+            strstr(msg, "context deadline exceeded") != NULL ? MS_PROM_TIMEOUT : MS_PROM_EXECUTION;
     else if (strcmp(type, "timeout") == 0)
         reason = MS_PROM_TIMEOUT;
     else if (strcmp(type, "canceled") == 0)
@@ -141,8 +141,7 @@ static ms_prom_reason_t decode_success(const char *body, size_t len, const doc_t
     char t[48];
 
     if (d->data.type != MS__JSON_OBJECT || type->type != MS__JSON_STRING)
-        return ms__prom_fail(r, MS_PROM_MALFORMED,
-                             "no \"data.resultType\" in a success response");
+        return ms__prom_fail(r, MS_PROM_MALFORMED, "no \"data.resultType\" in a success response");
     text_of(body, type, t, sizeof t);
     matrix = ms__jscan_equals(body, type, "matrix");
     if (matrix || ms__jscan_equals(body, type, "vector")) {
@@ -156,8 +155,7 @@ static ms_prom_reason_t decode_success(const char *body, size_t len, const doc_t
     } else if (ms__jscan_equals(body, type, "scalar")) {
         r->type = MS_PROM_TYPE_SCALAR;
         if (!decode_scalar(body, len, &d->result, &r->scalar))
-            return ms__prom_fail(r, MS_PROM_MALFORMED,
-                                 "a scalar result is not [time, \"value\"]");
+            return ms__prom_fail(r, MS_PROM_MALFORMED, "a scalar result is not [time, \"value\"]");
     } else if (ms__jscan_equals(body, type, "string")) {
         r->type = MS_PROM_TYPE_STRING;
         if ((reason = decode_string(body, len, &d->result, r)) != MS_PROM_OK)
@@ -276,8 +274,7 @@ static ms_prom_reason_t not_an_object(ms_prom_result_t *r, long status, size_t l
     if (cut)
         return ms__prom_fail(r, MS_PROM_TRUNCATED, "the JSON ends early after %zu bytes", len);
     if (what == NULL)
-        return ms__prom_fail(r, MS_PROM_MALFORMED, "not a JSON object (at byte %zu): %s", at,
-                             text);
+        return ms__prom_fail(r, MS_PROM_MALFORMED, "not a JSON object (at byte %zu): %s", at, text);
     return ms__prom_fail(r, MS_PROM_MALFORMED, "not a JSON object (%s at byte %zu): %s", what, at,
                          text);
 }
@@ -309,11 +306,10 @@ ms_prom_reason_t ms_prom_decode(const char *body, size_t len, long http_status,
     if (!ms__jscan_peek(&s, &c) || c != '{')
         return not_an_object(out, http_status, len, text, false, NULL, s.pos);
     if (!scan_document(&s, &d))
-        return not_an_object(out, http_status, len, text, s.err == MS__JSCAN_TRUNCATED,
-                             s.err_what, s.err_at);
+        return not_an_object(out, http_status, len, text, s.err == MS__JSCAN_TRUNCATED, s.err_what,
+                             s.err_at);
     if (ms__jscan_peek(&s, &c))
-        return ms__prom_fail(out, MS_PROM_MALFORMED, "bytes after the JSON document at %zu",
-                             s.pos);
+        return ms__prom_fail(out, MS_PROM_MALFORMED, "bytes after the JSON document at %zu", s.pos);
 
     if (d.status.type != MS__JSON_STRING) {
         if (http_status < 200 || http_status > 299)
@@ -328,8 +324,7 @@ ms_prom_reason_t ms_prom_decode(const char *body, size_t len, long http_status,
         return ms__prom_fail(out, MS_PROM_MALFORMED, "unknown status \"%.40s\"", status);
     }
     if (http_status < 200 || http_status > 299)
-        return ms__prom_fail(out, MS_PROM_HTTP_STATUS, "HTTP %ld with a success body",
-                             http_status);
+        return ms__prom_fail(out, MS_PROM_HTTP_STATUS, "HTTP %ld with a success body", http_status);
     return decode_success(body, len, &d, out);
 }
 
@@ -341,12 +336,24 @@ ms_prom_reason_t ms_prom_decode_response(const ms_http_response_t *resp, ms_prom
         return ms_prom_decode(resp->body.data, resp->body.len, resp->status, out);
     ms_prom_result_cleanup(out);
     switch (resp->err) {
-    case MS_ERR_UNAVAILABLE: reason = MS_PROM_UNAVAILABLE; break;
-    case MS_ERR_TIMEOUT: reason = MS_PROM_TIMEOUT; break;
-    case MS_ERR_TLS: reason = MS_PROM_TLS; break;
-    case MS_ERR_TOOLARGE: reason = MS_PROM_TOO_LARGE; break;
-    case MS_ERR_CANCELLED: reason = MS_PROM_CANCELLED; break;
-    default: reason = MS_PROM_TRANSPORT; break;
+    case MS_ERR_UNAVAILABLE:
+        reason = MS_PROM_UNAVAILABLE;
+        break;
+    case MS_ERR_TIMEOUT:
+        reason = MS_PROM_TIMEOUT;
+        break;
+    case MS_ERR_TLS:
+        reason = MS_PROM_TLS;
+        break;
+    case MS_ERR_TOOLARGE:
+        reason = MS_PROM_TOO_LARGE;
+        break;
+    case MS_ERR_CANCELLED:
+        reason = MS_PROM_CANCELLED;
+        break;
+    default:
+        reason = MS_PROM_TRANSPORT;
+        break;
     }
     out->http_status = resp->status;
     return ms__prom_fail(out, reason, "%s", resp->error[0] ? resp->error : ms_strerror(resp->err));

@@ -45,10 +45,10 @@ _Static_assert(sizeof(label_at_t) == sizeof(struct ms__prom_label), "labels conv
 /* A vector or matrix being decoded. The blocks have no cap of their own:
  * what they hold is bounded by the body, which the HTTP layer capped. */
 typedef struct {
-    ms_buf_t series; /* series_at_t */
-    ms_buf_t points; /* ms_prom_point_t */
-    ms_buf_t labels; /* label_at_t */
-    ms_buf_t arena;  /* label names and values, NUL-terminated, unescaped */
+    ms_buf_t series;  /* series_at_t */
+    ms_buf_t points;  /* ms_prom_point_t */
+    ms_buf_t labels;  /* label_at_t */
+    ms_buf_t arena;   /* label names and values, NUL-terminated, unescaped */
     series_at_t prev; /* the series before: its label names are reused */
     size_t bad_pair;  /* the first series with a bad pair; SIZE_MAX: none */
 } builder_t;
@@ -71,7 +71,10 @@ static void builder_cleanup(builder_t *b)
     ms_buf_cleanup(&b->arena);
 }
 
-static size_t nseries(const builder_t *b) { return b->series.len / sizeof(series_at_t); }
+static size_t nseries(const builder_t *b)
+{
+    return b->series.len / sizeof(series_at_t);
+}
 
 /* Give back what doubling left unused: a result lives for a whole round.
  * The buffer is only handed over after this, never appended to again. */
@@ -277,8 +280,8 @@ static ms_prom_reason_t read_point(ms__jscan_t *s, builder_t *b, series_at_t *at
 }
 
 /* A matrix series' "values": *is_array tells whether it was an array. */
-static ms_prom_reason_t read_points(ms__jscan_t *s, builder_t *b, series_at_t *at,
-                                    bool *is_array, bool *bad, ms_prom_result_t *r)
+static ms_prom_reason_t read_points(ms__jscan_t *s, builder_t *b, series_at_t *at, bool *is_array,
+                                    bool *bad, ms_prom_result_t *r)
 {
     ms__jval_t v;
     ms_prom_reason_t reason;
@@ -422,8 +425,8 @@ ms_prom_reason_t ms__prom_decode_series(const char *body, size_t len, size_t at,
         goto out;
     }
     if (b.bad_pair != SIZE_MAX) {
-        reason = ms__prom_fail(r, MS_PROM_MALFORMED,
-                               "series %zu has a bad [time, \"value\"] pair", b.bad_pair);
+        reason = ms__prom_fail(r, MS_PROM_MALFORMED, "series %zu has a bad [time, \"value\"] pair",
+                               b.bad_pair);
         goto out;
     }
     finish(&b, r);
@@ -440,7 +443,6 @@ const char *ms_prom_series_label(const ms_prom_series_t *s, const char *name)
             return s->labels_[i].value;
     return NULL;
 }
-
 
 /* The point of s at t, by bisection (points are oldest first), or NULL. */
 static const ms_prom_point_t *point_at(const ms_prom_series_t *s, double t)

@@ -39,9 +39,15 @@ static bool truncated(ms__jscan_t *s)
     return fail(s, MS__JSCAN_TRUNCATED, s->len, "the end of the input");
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 bool ms__jscan_peek(ms__jscan_t *s, char *c)
 {
@@ -95,9 +101,15 @@ static bool check_hex4(ms__jscan_t *s, size_t at, unsigned *cp)
     return true;
 }
 
-static bool is_high_surrogate(unsigned cp) { return cp >= 0xD800 && cp <= 0xDBFF; }
+static bool is_high_surrogate(unsigned cp)
+{
+    return cp >= 0xD800 && cp <= 0xDBFF;
+}
 
-static bool is_low_surrogate(unsigned cp) { return cp >= 0xDC00 && cp <= 0xDFFF; }
+static bool is_low_surrogate(unsigned cp)
+{
+    return cp >= 0xDC00 && cp <= 0xDFFF;
+}
 
 /* Check the escape whose backslash is at *at and move *at past it. UTF-16
  * surrogates must come as a high-low pair: a lone one is no character. */
@@ -109,7 +121,14 @@ static bool check_escape(ms__jscan_t *s, size_t *at)
     if (i + 1 >= s->len)
         return truncated(s);
     switch (s->p[i + 1]) {
-    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
         *at = i + 2;
         return true;
     case 'u':
@@ -254,12 +273,18 @@ bool ms__jscan_value(ms__jscan_t *s, ms__jval_t *v)
     if (!next_byte(s, &c))
         return false;
     switch (c) {
-    case '{': return open_container(s, v, true);
-    case '[': return open_container(s, v, false);
-    case '"': return scan_string(s, v);
-    case 't': return scan_literal(s, v, "true", MS__JSON_TRUE);
-    case 'f': return scan_literal(s, v, "false", MS__JSON_FALSE);
-    case 'n': return scan_literal(s, v, "null", MS__JSON_NULL);
+    case '{':
+        return open_container(s, v, true);
+    case '[':
+        return open_container(s, v, false);
+    case '"':
+        return scan_string(s, v);
+    case 't':
+        return scan_literal(s, v, "true", MS__JSON_TRUE);
+    case 'f':
+        return scan_literal(s, v, "false", MS__JSON_FALSE);
+    case 'n':
+        return scan_literal(s, v, "null", MS__JSON_NULL);
     default:
         if (c == '-' || is_digit(c))
             return scan_number(s, v);
@@ -315,7 +340,10 @@ bool ms__jscan_member(ms__jscan_t *s, ms__jval_t *key)
     return true;
 }
 
-bool ms__jscan_element(ms__jscan_t *s) { return next_item(s, false); }
+bool ms__jscan_element(ms__jscan_t *s)
+{
+    return next_item(s, false);
+}
 
 bool ms__jscan_skip(ms__jscan_t *s, ms__jval_t *v)
 {

@@ -53,7 +53,7 @@ typedef struct {
 typedef struct {
     const char *p; /* borrowed input */
     size_t len;
-    size_t pos;    /* the next byte to read */
+    size_t pos; /* the next byte to read */
     unsigned depth;
     unsigned char open[MS__JSCAN_MAX_DEPTH]; /* per open container: object? items seen? */
     ms__jscan_err_t err;

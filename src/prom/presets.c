@@ -89,9 +89,9 @@ typedef struct {
     const char *pod_key;   /* "namespace, pod[, container][, LABEL]" */
     const char *group_key; /* "namespace, ms_workload[, container]" */
     bool derived;
-    const char *usage;     /* per-pod usage, grouped by pod_key */
-    const char *limit;     /* per-pod limit, or NULL */
-    const char *age_src;   /* raw series whose timestamps tell the age */
+    const char *usage;   /* per-pod usage, grouped by pod_key */
+    const char *limit;   /* per-pod limit, or NULL */
+    const char *age_src; /* raw series whose timestamps tell the age */
 } shape_t;
 
 /* WL(x): attach the workload label when it is derived from pod names. */
@@ -101,8 +101,9 @@ static void add_wl(text_t *t, const shape_t *s, const char *inner)
         add(t, "%s", inner);
         return;
     }
-    add(t, "label_replace(label_replace(%s, \"" DERIVED_LABEL "\", \"$1\", \"pod\", \"" STS_POD_RE
-           "\"), \"" DERIVED_LABEL "\", \"$1\", \"pod\", \"" DEPLOY_POD_RE "\")",
+    add(t,
+        "label_replace(label_replace(%s, \"" DERIVED_LABEL "\", \"$1\", \"pod\", \"" STS_POD_RE
+        "\"), \"" DERIVED_LABEL "\", \"$1\", \"pod\", \"" DEPLOY_POD_RE "\")",
         inner);
 }
 
@@ -115,7 +116,6 @@ static void add_field(text_t *t, const shape_t *s, const char *agg, const char *
     add_wl(t, s, inner);
     add(t, "), \"ms_field\", \"%s\", \"\", \"\")", field);
 }
-
 
 static char *compose(const shape_t *s)
 {
@@ -185,9 +185,10 @@ static void kind_series(ms_prom_kind_t kind, const char *pod_key, const char *ns
 {
     switch (kind) {
     case MS_PROM_KIND_ENVOY:
-        q->sel = selector("envoy_cluster_upstream_rq_active", "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
+        q->sel = selector("envoy_cluster_upstream_rq_active", "cluster_name=~\"inbound\\\\|.*\"",
+                          ns, NULL);
         q->sel2 = selector("envoy_cluster_circuit_breakers_default_remaining_rq",
-                        "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
+                           "cluster_name=~\"inbound\\\\|.*\"", ns, NULL);
         q->usage = ms_xasprintf("sum by (%s) (%s)", pod_key, q->sel);
         q->limit = ms_xasprintf("sum by (%s) (%s + %s)", pod_key, q->sel, q->sel2);
         break;
@@ -228,9 +229,11 @@ ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_
     if (scope == NULL)
         scope = &everything;
     if (!valid_label_name(label) || strlen(label) > 100)
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "workload label \"%.100s\" is not a label name", label);
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                       "workload label \"%.100s\" is not a label name", label);
     if (!valid_duration(window))
-        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "rate window \"%.40s\" is not a duration", window);
+        return ms_errf(errbuf, errlen, MS_ERR_INVALID, "rate window \"%.40s\" is not a duration",
+                       window);
     if ((unsigned)kind >= MS_PROM_KIND__COUNT)
         return ms_errf(errbuf, errlen, MS_ERR_INVALID, "unknown preset kind %d", (int)kind);
     if (cpu) {
@@ -238,7 +241,8 @@ ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_
             return ms_errf(errbuf, errlen, MS_ERR_INVALID, "the cpu preset needs a container name");
         cmatch = regex_matcher("container", scope->containers, scope->ncontainers, NAMES_MAX);
         if (cmatch == NULL)
-            return ms_errf(errbuf, errlen, MS_ERR_INVALID, "the sidecar container names are too long");
+            return ms_errf(errbuf, errlen, MS_ERR_INVALID,
+                           "the sidecar container names are too long");
     }
     /* Only the namespaces that hold objects; every namespace when the list
      * would make the query too long (ns stays NULL). */
@@ -246,11 +250,15 @@ ms_err_t ms_prom_preset_query(ms_prom_kind_t kind, const ms_prom_preset_options_
         ns = regex_matcher("namespace", scope->namespaces, scope->nnamespaces, NAMES_MAX);
 
     pod_key = ms_xasprintf("namespace, pod%s%s%s", cpu ? ", container" : "", derived ? "" : ", ",
-                      derived ? "" : label);
+                           derived ? "" : label);
     group_key = ms_xasprintf("namespace, %s%s", label, cpu ? ", container" : "");
     kind_series(kind, pod_key, ns, cmatch, window, &q);
-    s = (shape_t){.pod_key = pod_key, .group_key = group_key, .derived = derived,
-                  .usage = q.usage, .limit = q.limit, .age_src = q.sel};
+    s = (shape_t){.pod_key = pod_key,
+                  .group_key = group_key,
+                  .derived = derived,
+                  .usage = q.usage,
+                  .limit = q.limit,
+                  .age_src = q.sel};
     *out = compose(&s);
     free(pod_key);
     free(group_key);

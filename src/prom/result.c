@@ -59,8 +59,7 @@ static void one_line(char *s)
             *s = ' ';
 }
 
-ms_prom_reason_t ms__prom_fail(ms_prom_result_t *r, ms_prom_reason_t reason, const char *fmt,
-                               ...)
+ms_prom_reason_t ms__prom_fail(ms_prom_result_t *r, ms_prom_reason_t reason, const char *fmt, ...)
 {
     va_list ap;
 
@@ -139,15 +138,15 @@ number_fail(ms_prom_reason_t reason, char *msg, size_t msglen, const char *fmt, 
     return reason;
 }
 
-ms_prom_reason_t ms_prom_result_number(const ms_prom_result_t *r, double ref_time,
-                                       double max_age, double *value, char *msg, size_t msglen)
+ms_prom_reason_t ms_prom_result_number(const ms_prom_result_t *r, double ref_time, double max_age,
+                                       double *value, char *msg, size_t msglen)
 {
     ms_prom_point_t p;
 
     if (r->reason != MS_PROM_OK) {
         if (msg != NULL && msglen > 0)
-            ms_errf(msg, msglen, MS_OK, "%s", r->message[0] ? r->message
-                                                            : ms_prom_reason_sentence(r->reason));
+            ms_errf(msg, msglen, MS_OK, "%s",
+                    r->message[0] ? r->message : ms_prom_reason_sentence(r->reason));
         return r->reason;
     }
     switch (r->type) {
@@ -172,7 +171,8 @@ ms_prom_reason_t ms_prom_result_number(const ms_prom_result_t *r, double ref_tim
     if (isnan(p.v))
         return number_fail(MS_PROM_NOT_A_NUMBER, msg, msglen, "the query returned NaN");
     if (isinf(p.v))
-        return number_fail(MS_PROM_INFINITE, msg, msglen, "the query returned %s", p.v > 0 ? "+Inf" : "-Inf");
+        return number_fail(MS_PROM_INFINITE, msg, msglen, "the query returned %s",
+                           p.v > 0 ? "+Inf" : "-Inf");
     /* Both ways: a sample from the future (clock skew between Prometheus,
      * its targets and us) is as untrustworthy as an old one. */
     if (ref_time > 0 && max_age > 0 && fabs(ref_time - p.t) > max_age)

@@ -40,16 +40,16 @@ typedef bool (*range_fn)(const char *inside, size_t len, void *ctx);
 
 typedef struct {
     const char *q;
-    size_t i;            /* next byte to read */
-    bool after_operand;  /* the last token completed an operand */
-    size_t depth;        /* open parentheses */
-    bool any;            /* a token was read */
+    size_t i;             /* next byte to read */
+    bool after_operand;   /* the last token completed an operand */
+    size_t depth;         /* open parentheses */
+    bool any;             /* a token was read */
     bool strict_comments; /* refuse a comment ended by a lone CR */
     ms_prom_selector_fn on_selector;
-    call_fn on_call;     /* words followed by "(" */
-    range_fn on_range;   /* the inside of each [...] */
+    call_fn on_call;   /* words followed by "(" */
+    range_fn on_range; /* the inside of each [...] */
     void *ctx;
-    bool stopped;        /* a callback asked to stop */
+    bool stopped; /* a callback asked to stop */
     char *errbuf;
     size_t errlen;
 } scan_t;
@@ -71,11 +71,26 @@ __attribute__((format(printf, 2, 3))) static ms_err_t fail(scan_t *s, const char
 
 /* ---- characters and words ---- */
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-static bool is_alpha(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
-static bool is_quote(char c) { return c == '"' || c == '\'' || c == '`'; }
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+static bool is_alpha(char c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+static bool is_alnum(char c)
+{
+    return is_alpha(c) || is_digit(c);
+}
+static bool is_quote(char c)
+{
+    return c == '"' || c == '\'' || c == '`';
+}
 
 /* "'x'" for a printable byte, "byte 0x07" otherwise, for messages. */
 static const char *show(char c, char *buf, size_t cap)
@@ -116,14 +131,14 @@ static bool word_in(const char *w, size_t n, const char *const *list)
 }
 
 static const char *const aggregators[] = {
-    "sum",   "avg",  "count",   "min",          "max",      "group",  "stddev",
-    "stdvar", "topk", "bottomk", "count_values", "quantile", "limitk", "limit_ratio", NULL};
+    "sum",  "avg",     "count",        "min",      "max",    "group",       "stddev", "stdvar",
+    "topk", "bottomk", "count_values", "quantile", "limitk", "limit_ratio", NULL};
 /* Lexed as numbers wherever they stand. */
 static const char *const numbers[] = {"inf", "nan", NULL};
 /* Never a metric name. */
 static const char *const keywords[] = {"bool", "on", "ignoring", "group_left", "group_right", NULL};
 /* Followed by "(": a label list. */
-static const char *const grouping[] = {"by",       "without",    "on",          "ignoring",
+static const char *const grouping[] = {"by",         "without",     "on", "ignoring",
                                        "group_left", "group_right", NULL};
 /* Followed by "(": a binary operator's fill value. */
 static const char *const fills[] = {"fill", "fill_left", "fill_right", NULL};
@@ -148,8 +163,10 @@ static ms_err_t skip_blank(scan_t *s, size_t i, size_t *out)
             while (q[i] != '\0' && q[i] != '\n' && q[i] != '\r')
                 i++;
             if (s->strict_comments && q[i] == '\r' && q[i + 1] != '\n' && q[i + 1] != '\0')
-                return fail(s, "the comment at offset %zu ends at a carriage return; end it "
-                               "with a line feed", at);
+                return fail(s,
+                            "the comment at offset %zu ends at a carriage return; end it "
+                            "with a line feed",
+                            at);
         } else {
             *out = i;
             return MS_OK;
@@ -229,13 +246,17 @@ static ms_err_t read_op_value(scan_t *s, const ms_prom_selector_t *sel, ms_prom_
     else if (q[i] == '!' && q[i + 1] == '~')
         m->op = MS_PROM_MATCH_NRE, i += 2;
     else
-        return fail(s, "want =, !=, =~ or !~ at offset %zu (in the selector at offset "
-                       "%zu), not %s", i, sel->offset, show(q[i], b, sizeof b));
+        return fail(s,
+                    "want =, !=, =~ or !~ at offset %zu (in the selector at offset "
+                    "%zu), not %s",
+                    i, sel->offset, show(q[i], b, sizeof b));
     if ((err = skip_blank(s, i, &i)) != MS_OK)
         return err;
     if (!is_quote(q[i]))
-        return fail(s, "want a quoted label value at offset %zu (in the selector at "
-                       "offset %zu), not %s", i, sel->offset, show(q[i], b, sizeof b));
+        return fail(s,
+                    "want a quoted label value at offset %zu (in the selector at "
+                    "offset %zu), not %s",
+                    i, sel->offset, show(q[i], b, sizeof b));
     value_at = i;
     if ((err = skip_string(s, i, &i)) != MS_OK)
         return err;
@@ -279,8 +300,10 @@ static ms_err_t read_matchers(scan_t *s, size_t open, ms_prom_selector_t *sel, s
                 return err;
             quoted = true;
         } else {
-            return fail(s, "want a label name at offset %zu (in the selector at offset %zu), "
-                           "not %s", i, sel->offset, show(q[i], b, sizeof b));
+            return fail(s,
+                        "want a label name at offset %zu (in the selector at offset %zu), "
+                        "not %s",
+                        i, sel->offset, show(q[i], b, sizeof b));
         }
         m->name = q + name_at;
         m->name_len = i - name_at;
@@ -391,8 +414,9 @@ static ms_err_t skip_label_list(scan_t *s, const char *kw, size_t kwlen, size_t 
         } else if (q[i] == '\0') {
             return fail(s, "the ( at offset %zu is never closed", open);
         } else {
-            return fail(s, "the label list of %.*s at offset %zu holds %s at offset %zu; "
-                           "only label names belong there",
+            return fail(s,
+                        "the label list of %.*s at offset %zu holds %s at offset %zu; "
+                        "only label names belong there",
                         (int)kwlen, kw, open, show(q[i], b, sizeof b), i);
         }
     }
@@ -421,8 +445,8 @@ static ms_err_t skip_fill(scan_t *s, const char *kw, size_t kwlen, size_t open)
         } else if (q[i] == '\0') {
             return fail(s, "the ( at offset %zu is never closed", open);
         } else {
-            return fail(s, "%.*s( at offset %zu: want a number at offset %zu", (int)kwlen, kw,
-                        open, i);
+            return fail(s, "%.*s( at offset %zu: want a number at offset %zu", (int)kwlen, kw, open,
+                        i);
         }
     }
 }
@@ -546,8 +570,8 @@ static ms_err_t scan(scan_t *s)
     return MS_OK;
 }
 
-ms_err_t ms_prom_selectors_scan(const char *query, ms_prom_selector_fn fn, void *ctx,
-                                char *errbuf, size_t errlen)
+ms_err_t ms_prom_selectors_scan(const char *query, ms_prom_selector_fn fn, void *ctx, char *errbuf,
+                                size_t errlen)
 {
     scan_t s = {.q = query, .on_selector = fn, .ctx = ctx, .errbuf = errbuf, .errlen = errlen};
 
@@ -564,7 +588,7 @@ static bool duration_seconds(const char *d, size_t n, double *out)
     static const struct {
         const char *unit;
         double seconds;
-    } units[] = {{"ms", 0.001}, {"s", 1},      {"m", 60},        {"h", 3600},
+    } units[] = {{"ms", 0.001}, {"s", 1},      {"m", 60},      {"h", 3600},
                  {"d", 86400},  {"w", 604800}, {"y", 31536000}};
     double total = 0;
     size_t i = 0;
@@ -628,8 +652,8 @@ static bool longest_range(const char *inside, size_t len, void *ctx)
 ms_err_t ms_prom_query_window(const char *query, double *seconds, char *errbuf, size_t errlen)
 {
     double longest = 0;
-    scan_t s = {.q = query, .on_range = longest_range, .ctx = &longest, .errbuf = errbuf,
-                .errlen = errlen};
+    scan_t s = {
+        .q = query, .on_range = longest_range, .ctx = &longest, .errbuf = errbuf, .errlen = errlen};
     ms_err_t err = scan(&s);
 
     *seconds = err == MS_OK ? longest : 0;

@@ -33,7 +33,10 @@ static void put(out_t *o, const char *s, size_t n)
         o->too_long = true;
 }
 
-static bool is_meta(char c) { return c != '\0' && strchr("\\.+*?()|[]{}^$", c) != NULL; }
+static bool is_meta(char c)
+{
+    return c != '\0' && strchr("\\.+*?()|[]{}^$", c) != NULL;
+}
 
 char *ms_prom_regex_escape(const char *s)
 {

@@ -78,12 +78,12 @@ struct ms_prom_tick {
     size_t *owner; /* the object that owns each query, or NO_OWNER (a preset) */
     size_t *rank;  /* a user query's place among its owner's queries */
     size_t nqueries, capqueries;
-    int builtin[MS_PROM_KIND__COUNT]; /* query index, or -1 */
+    int builtin[MS_PROM_KIND__COUNT];         /* query index, or -1 */
     size_t kind_objects[MS_PROM_KIND__COUNT]; /* objects that use each preset kind */
-    ms_strmap_t dedup;               /* user query text -> query index */
-    int32_t *plan;                    /* nplanned * NSLOTS */
+    ms_strmap_t dedup;                        /* user query text -> query index */
+    int32_t *plan;                            /* nplanned * NSLOTS */
     size_t nplanned;
-    char **details;                   /* owned detail lines */
+    char **details; /* owned detail lines */
     size_t ndetails, capdetails;
     ms_strmap_t groups; /* kind/namespace/workload/container -> fields index */
     fields_t *fields;
@@ -144,7 +144,10 @@ ms_prom_tick_t *ms_prom_tick_new(const ms_prom_preset_options_t *o, char *errbuf
     return t;
 }
 
-void ms_prom_tick_set_round(ms_prom_tick_t *t, const ms_prom_round_limits_t *l) { t->limits = *l; }
+void ms_prom_tick_set_round(ms_prom_tick_t *t, const ms_prom_round_limits_t *l)
+{
+    t->limits = *l;
+}
 
 /* Forget the last run. */
 static void reset(ms_prom_tick_t *t)
@@ -393,7 +396,8 @@ static void take_builtin(ms_prom_tick_t *t, ms_prom_kind_t kind, const ms_prom_r
     for (size_t i = 0; i < r->nseries; i++) {
         const ms_prom_series_t *s = &r->series[i];
         const char *field = ms_prom_series_label(s, "ms_field");
-        const char *container = kind == MS_PROM_KIND_CPU ? ms_prom_series_label(s, "container") : "";
+        const char *container =
+            kind == MS_PROM_KIND_CPU ? ms_prom_series_label(s, "container") : "";
         double v = s->points[0].v;
         size_t len, idx;
         fields_t *f;
@@ -437,7 +441,8 @@ static const char *const no_limit_detail[MS_PROM_KIND__COUNT] = {
     "no kube_pod_container_resource_limits{resource=\"cpu\"} series for this container",
 };
 
-static void set(ms_sample_t *s, ms_prom_why_t *w, ms_prom_reason_t reason, double v, const char *detail)
+static void set(ms_sample_t *s, ms_prom_why_t *w, ms_prom_reason_t reason, double v,
+                const char *detail)
 {
     w->reason = reason;
     w->detail = detail ? detail : "";
@@ -450,8 +455,9 @@ static void set(ms_sample_t *s, ms_prom_why_t *w, ms_prom_reason_t reason, doubl
 }
 
 /* The value of a preset metric for one object, and the pods it covers. */
-static void fill_preset(const ms_prom_tick_t *t, const ms_prom_object_t *o, const ms_metric_spec_t *m,
-                        ms_sample_t *s, ms_pods_t *pods, ms_prom_why_t *w)
+static void fill_preset(const ms_prom_tick_t *t, const ms_prom_object_t *o,
+                        const ms_metric_spec_t *m, ms_sample_t *s, ms_pods_t *pods,
+                        ms_prom_why_t *w)
 {
     ms_prom_kind_t kind = m->source == MS_SOURCE_SIDECAR_CPU ? MS_PROM_KIND_CPU
                           : m->proxy == MS_PROXY_ENVOY       ? MS_PROM_KIND_ENVOY
@@ -477,13 +483,14 @@ static void fill_preset(const ms_prom_tick_t *t, const ms_prom_object_t *o, cons
     }
     if (!group_key(key, sizeof key, kind, o->namespace_name, o->workload ? o->workload : o->name,
                    kind == MS_PROM_KIND_CPU ? m->container : "", &len) ||
-        !index_get(&t->groups, key, len, &idx) ||
-        !((f = &t->fields[idx])->have & F_PODS) || f->pods <= 0 || !(f->have & F_USAGE_ALL)) {
+        !index_get(&t->groups, key, len, &idx) || !((f = &t->fields[idx])->have & F_PODS) ||
+        f->pods <= 0 || !(f->have & F_USAGE_ALL)) {
         set(s, w, MS_PROM_NO_DATA, 0, no_data_detail[kind]);
         return;
     }
     if (t->opts.max_age > 0 && (f->have & F_AGE) && f->age > t->opts.max_age) {
-        set(s, w, MS_PROM_STALE, 0, "the newest sample of some pod is older than the staleness limit");
+        set(s, w, MS_PROM_STALE, 0,
+            "the newest sample of some pod is older than the staleness limit");
         return;
     }
     /* A usage or limit below 0 is a broken exporter, not a demand. */
@@ -743,7 +750,10 @@ static void order_queries(ms_prom_tick_t *t)
     free(rank);
 }
 
-static size_t slots_of(const ms_prom_round_limits_t *l) { return l->slots ? l->slots : 8; }
+static size_t slots_of(const ms_prom_round_limits_t *l)
+{
+    return l->slots ? l->slots : 8;
+}
 
 /* A time share of at least this part of the round is left to the round's
  * deadline: the two would race, and the deadline names the cause. */
@@ -799,8 +809,8 @@ static void share_out(ms_prom_tick_t *t)
         }
         if ((bytes = object_bytes(t, w)) > 0) {
             bytes /= w->owned;
-            t->queries[q].share_bytes = bytes > MS_PROM_MIN_ANSWER_BYTES ? bytes
-                                                                         : MS_PROM_MIN_ANSWER_BYTES;
+            t->queries[q].share_bytes =
+                bytes > MS_PROM_MIN_ANSWER_BYTES ? bytes : MS_PROM_MIN_ANSWER_BYTES;
         }
     }
 }
@@ -824,8 +834,7 @@ static void name_the_share(ms_prom_tick_t *t, size_t q, char *out, size_t cap)
                  "queries / %zu namespace%s / %zu objects of %s): %zu for %s; this answer "
                  "was larger",
                  object_bytes(t, w), t->user_bytes, t->nlanes, t->nlanes == 1 ? "" : "s",
-                 l->objects, l->name,
-                 qq->share_bytes, each);
+                 l->objects, l->name, qq->share_bytes, each);
     else
         snprintf(out, cap,
                  "this object's queries share %.1f s of the round's query time (%zu slots x "
@@ -870,8 +879,8 @@ static void digest(ms_prom_tick_t *t)
         if (builtin)
             continue; /* split per workload below, not one number */
         a->value = 0;
-        a->reason = ms_prom_result_number(&t->queries[q].result, 0, t->opts.max_age, &a->value,
-                                          msg, sizeof msg);
+        a->reason = ms_prom_result_number(&t->queries[q].result, 0, t->opts.max_age, &a->value, msg,
+                                          sizeof msg);
         a->detail = "";
         if (a->reason == MS_PROM_OVER_SHARE && t->owner[q] != NO_OWNER)
             name_the_share(t, q, msg, sizeof msg);
@@ -889,8 +898,7 @@ static void digest(ms_prom_tick_t *t)
 }
 
 ms_err_t ms_prom_tick_run_with(ms_prom_tick_t *t, ms_prom_runner_fn run, void *ctx,
-                                const ms_prom_object_t *objs, size_t n,
-                                ms_prom_object_obs_t *out)
+                               const ms_prom_object_t *objs, size_t n, ms_prom_object_obs_t *out)
 {
     double started = ms_clock_monotonic();
     ms_err_t err;
@@ -929,7 +937,10 @@ void ms_prom_tick_observe(const ms_prom_tick_t *t, const ms_prom_object_t *objs,
     fill_object(t, &objs[i], i < t->nplanned ? t->plan + i * NSLOTS : NULL, out);
 }
 
-void ms_prom_tick_stats(const ms_prom_tick_t *t, ms_prom_tick_stats_t *out) { *out = t->stats; }
+void ms_prom_tick_stats(const ms_prom_tick_t *t, ms_prom_tick_stats_t *out)
+{
+    *out = t->stats;
+}
 
 static bool costs_more(const lane_t *a, const lane_t *b)
 {
@@ -955,8 +966,8 @@ size_t ms_prom_tick_costs(const ms_prom_tick_t *t, ms_prom_namespace_cost_t *out
     }
     for (size_t i = 0; i < n; i++) {
         const lane_t *l = &t->lanes[out[i].objects];
-        out[i] = (ms_prom_namespace_cost_t){l->name, l->objects, l->queries, l->over_share,
-                                            l->seconds, l->bytes};
+        out[i] = (ms_prom_namespace_cost_t){l->name,       l->objects, l->queries,
+                                            l->over_share, l->seconds, l->bytes};
     }
     return n;
 }

@@ -27,8 +27,8 @@ void ms_replay_table_row(FILE *to, const ms_spec_t *spec, const ms_replay_tick_t
 
     ms_time_rfc3339(tk->time, false, when, sizeof when);
     snprintf(actual, sizeof actual, "%d", (int)tk->actual);
-    fprintf(to, "%-20s %6s %8d %7d", when, tk->actual >= 0 ? actual : "-",
-            (int)d->current_replicas, (int)d->desired_replicas);
+    fprintf(to, "%-20s %6s %8d %7d", when, tk->actual >= 0 ? actual : "-", (int)d->current_replicas,
+            (int)d->desired_replicas);
     for (size_t i = 0; i < spec->nmetrics; i++) {
         char cell[32];
         if (tk->obs->metrics[i].present)
@@ -117,15 +117,16 @@ void ms_replay_summary_print(FILE *to, const ms_replay_summary_t *s)
     fprintf(to, "\n%zu steps of %.0f s\n", s->steps, s->step);
     fprintf(to, "replica-seconds: meshscaler %.0f", s->replica_seconds);
     if (s->known_steps > 0)
-        fprintf(to, "; over the %zu steps the target's count is known: meshscaler %.0f, "
-                    "actual %.0f (%+.1f%%)",
+        fprintf(to,
+                "; over the %zu steps the target's count is known: meshscaler %.0f, "
+                "actual %.0f (%+.1f%%)",
                 s->known_steps, s->meshscaler_same_span, s->actual_replica_seconds,
                 s->actual_replica_seconds > 0
                     ? 100 * (s->meshscaler_same_span - s->actual_replica_seconds) /
                           s->actual_replica_seconds
                     : 0.0);
-    fprintf(to, "\ntime above target: meshscaler %.0f s, actual %.0f s\n",
-            s->above_target_seconds, s->actual_above_target_seconds);
+    fprintf(to, "\ntime above target: meshscaler %.0f s, actual %.0f s\n", s->above_target_seconds,
+            s->actual_above_target_seconds);
     fprintf(to, "scale events: meshscaler %u, actual %u\n", s->scale_events, s->actual_changes);
     fprintf(to, "first scale-up: meshscaler %s, actual %s\n", first, actual_first);
     if (s->blind_steps > 0)

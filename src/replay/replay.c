@@ -15,7 +15,6 @@
 #include "meshscaler/replay.h"
 #include "meshscaler/xalloc.h"
 
-
 /* One query text and the matrix of its current chunk. */
 typedef struct {
     char *text;  /* as sent: owned */
@@ -31,8 +30,8 @@ typedef struct {
     cached_t *cache;
     size_t ncache, capcache;
     size_t chunk_steps;
-    size_t max_bytes; /* the memory budget (replay.h) */
-    double t; /* the step being answered */
+    size_t max_bytes;             /* the memory budget (replay.h) */
+    double t;                     /* the step being answered */
     char failure[MS_ERRBUF_SIZE]; /* why a chunk could not be read at all */
 } runner_t;
 
@@ -128,8 +127,12 @@ static ms_err_t load_chunk(runner_t *r, size_t k)
         /* What the matrix held before goes first: the budget is for one chunk. */
         ms_prom_result_cleanup(&r->cache[i].matrix);
         r->cache[i].chunk = SIZE_MAX;
-        qs[m] = (ms_prom_query_t){.query = r->cache[i].text, .range = true, .start = start,
-                                  .end = end, .step = o->step, .max_bytes = r->max_bytes};
+        qs[m] = (ms_prom_query_t){.query = r->cache[i].text,
+                                  .range = true,
+                                  .start = start,
+                                  .end = end,
+                                  .step = o->step,
+                                  .max_bytes = r->max_bytes};
         ms_prom_result_init(&qs[m].result);
         which[m++] = i;
     }
@@ -334,9 +337,8 @@ static void runner_cleanup(runner_t *r)
     free(r->workload_filter);
 }
 
-ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
-                       ms_replay_tick_fn fn, void *ctx, ms_replay_summary_t *sum, char *errbuf,
-                       size_t errlen)
+ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o, ms_replay_tick_fn fn,
+                       void *ctx, ms_replay_summary_t *sum, char *errbuf, size_t errlen)
 {
     const ms_spec_t *spec = o->spec;
     runner_t r = {.client = client, .o = o};
@@ -368,8 +370,8 @@ ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
     }
     ms_engine_memory_init(&mem);
     for (size_t k = 0; k < steps && err == MS_OK; k++) {
-        ms_prom_object_t obj = {spec, o->namespace_name, spec->target_name, spec->target_kind,
-                                pod_regex, NULL};
+        ms_prom_object_t obj = {
+            spec, o->namespace_name, spec->target_name, spec->target_kind, pod_regex, NULL};
         ms_prom_object_obs_t seen;
         ms_observation_t obs;
         ms_decision_t d;
@@ -380,10 +382,10 @@ ms_err_t ms_replay_run(ms_prom_client_t *client, const ms_replay_options_t *o,
             ms_errf(errbuf, errlen, err, "%s", r.failure[0] ? r.failure : ms_strerror(err));
             break;
         }
-        tk = (ms_replay_tick_t){r.t, replicas ? read_replicas(&r, replicas) : -1, &seen.obs, &obs,
-                                &seen, &d, &mem};
+        tk = (ms_replay_tick_t){
+            r.t, replicas ? read_replicas(&r, replicas) : -1, &seen.obs, &obs, &seen, &d, &mem};
         if (own < 0)
-            own = tk.actual >= 0 ? tk.actual
+            own = tk.actual >= 0          ? tk.actual
                   : o->start_replicas > 0 ? o->start_replicas
                                           : spec->min_replicas;
         obs = seen.obs;

@@ -25,9 +25,9 @@ static const char *const palette[] = {"#d62728", "#ff7f0e", "#9467bd", "#8c564b"
                                       "#e377c2", "#bcbd22", "#17becf", "#7f7f7f"};
 
 typedef struct {
-    double t0, t1;     /* time range */
-    double load_max;   /* top of the load panel, percent */
-    double rep_max;    /* top of the replicas panel */
+    double t0, t1;   /* time range */
+    double load_max; /* top of the load panel, percent */
+    double rep_max;  /* top of the replicas panel */
 } frame_t;
 
 static double x_of(const frame_t *f, double t)
@@ -85,8 +85,8 @@ static void frame(const ms_replay_point_t *pts, size_t n, size_t nmetrics, frame
             f->rep_max = pts[i].actual;
     }
     f->load_max = nice_ceil(f->load_max > 1000 ? 1000 : f->load_max);
-    f->rep_max = ceil(f->rep_max * 1.1 / tick_step(f->rep_max * 1.1, 5)) *
-                 tick_step(f->rep_max * 1.1, 5);
+    f->rep_max =
+        ceil(f->rep_max * 1.1 / tick_step(f->rep_max * 1.1, 5)) * tick_step(f->rep_max * 1.1, 5);
 }
 
 /* A line through the finite values, broken where a value is missing. */
@@ -152,8 +152,8 @@ static void steps(ms_buf_t *out, const frame_t *f, const ms_replay_point_t *pts,
 /* Time ticks at round times: the first spacing giving at most 8. */
 static double time_step(double span)
 {
-    static const double steps[] = {15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
-                                   21600, 43200, 86400, 172800, 604800};
+    static const double steps[] = {15,   30,   60,    120,   300,   600,   900,    1800,
+                                   3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800};
     size_t i = 0;
 
     while (i + 1 < sizeof steps / sizeof steps[0] && span / steps[i] > 8)
@@ -177,7 +177,8 @@ static void y_grid(ms_buf_t *out, double max, int most, int top, int bottom, con
 static void axes(ms_buf_t *out, const frame_t *f)
 {
     bool days = f->t1 - f->t0 > 2 * 86400;
-    double step = time_step(f->t1 - f->t0), target_y = y_of(100, f->load_max, LOAD_TOP, LOAD_BOTTOM);
+    double step = time_step(f->t1 - f->t0),
+           target_y = y_of(100, f->load_max, LOAD_TOP, LOAD_BOTTOM);
 
     y_grid(out, f->load_max, 5, LOAD_TOP, LOAD_BOTTOM, "%");
     y_grid(out, f->rep_max, 5, REP_TOP, REP_BOTTOM, "");
@@ -201,8 +202,8 @@ static void axes(ms_buf_t *out, const frame_t *f)
         "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">load over target</text>\n"
         "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">replicas</text>\n"
         "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">UTC</text>\n",
-        LEFT, target_y, RIGHT, target_y, RIGHT, target_y - 4, LEFT, LOAD_TOP - 8, LEFT,
-        REP_TOP - 8, RIGHT, REP_BOTTOM + 34);
+        LEFT, target_y, RIGHT, target_y, RIGHT, target_y - 4, LEFT, LOAD_TOP - 8, LEFT, REP_TOP - 8,
+        RIGHT, REP_BOTTOM + 34);
 }
 
 /* s with the five XML specials escaped. */
@@ -210,11 +211,21 @@ static void text_escaped(ms_buf_t *out, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '<': (void)ms_buf_appendf(out, "&lt;"); break;
-        case '>': (void)ms_buf_appendf(out, "&gt;"); break;
-        case '&': (void)ms_buf_appendf(out, "&amp;"); break;
-        case '"': (void)ms_buf_appendf(out, "&quot;"); break;
-        case '\'': (void)ms_buf_appendf(out, "&apos;"); break;
+        case '<':
+            (void)ms_buf_appendf(out, "&lt;");
+            break;
+        case '>':
+            (void)ms_buf_appendf(out, "&gt;");
+            break;
+        case '&':
+            (void)ms_buf_appendf(out, "&amp;");
+            break;
+        case '"':
+            (void)ms_buf_appendf(out, "&quot;");
+            break;
+        case '\'':
+            (void)ms_buf_appendf(out, "&apos;");
+            break;
         default:
             if ((unsigned char)*s >= 0x20)
                 (void)ms_buf_append(out, s, 1);

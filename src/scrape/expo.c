@@ -48,12 +48,30 @@ __attribute__((format(printf, 4, 5))) static ms_err_t bad(ms_scrape_parser_t *p,
     return ms_errf(errbuf, errlen, MS_ERR_PARSE, "line %zu: %s", p->lineno, what);
 }
 
-static bool is_blank(char c) { return c == ' ' || c == '\t'; }
-static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool name_start(char c) { return is_alpha(c) || c == ':'; }
-static bool name_char(char c) { return name_start(c) || is_digit(c); }
-static bool label_char(char c) { return is_alpha(c) || is_digit(c); }
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+static bool is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+static bool name_start(char c)
+{
+    return is_alpha(c) || c == ':';
+}
+static bool name_char(char c)
+{
+    return name_start(c) || is_digit(c);
+}
+static bool label_char(char c)
+{
+    return is_alpha(c) || is_digit(c);
+}
 
 static const char *skip_blanks(const char *s, const char *e)
 {
@@ -63,7 +81,10 @@ static const char *skip_blanks(const char *s, const char *e)
 }
 
 /* A printable stand-in for c in messages. */
-static int shown(char c) { return (c >= 0x20 && c < 0x7f) ? c : '?'; }
+static int shown(char c)
+{
+    return (c >= 0x20 && c < 0x7f) ? c : '?';
+}
 
 /* The word at s (up to a blank or e) equals w. */
 static bool word_is(const char *s, const char *e, const char *w)
@@ -99,8 +120,8 @@ static bool number(const char *s, const char *e, double *out)
 static ms_err_t comment(ms_scrape_parser_t *p, const char *s, const char *e, char *errbuf,
                         size_t errlen)
 {
-    static const char *const types[] = {"counter", "gauge", "histogram", "summary", "untyped",
-                                        "unknown", "info", "stateset", "gaugehistogram"};
+    static const char *const types[] = {"counter", "gauge", "histogram", "summary",       "untyped",
+                                        "unknown", "info",  "stateset",  "gaugehistogram"};
     bool help, type;
     const char *n, *name;
 
@@ -124,8 +145,8 @@ static ms_err_t comment(ms_scrape_parser_t *p, const char *s, const char *e, cha
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (word_is(s, e, types[i]) && skip_blanks(s + strlen(types[i]), e) == e)
             return MS_OK;
-    return bad(p, errbuf, errlen, "# TYPE %.*s: unknown type \"%.*s\"", (int)(n - name > 60 ? 60 : n - name),
-               name, (int)(e - s > 40 ? 40 : e - s), s);
+    return bad(p, errbuf, errlen, "# TYPE %.*s: unknown type \"%.*s\"",
+               (int)(n - name > 60 ? 60 : n - name), name, (int)(e - s > 40 ? 40 : e - s), s);
 }
 
 /* One label value: s at the opening quote; returns the char after the
@@ -163,12 +184,14 @@ static const char *scan_labels(ms_scrape_parser_t *p, const char *s, const char 
         l.name_len = (size_t)(s - l.name);
         s = skip_blanks(s, e);
         if (s >= e || *s != '=') {
-            bad(p, errbuf, errlen, "label %.*s: want '=' then a quoted value", (int)l.name_len, l.name);
+            bad(p, errbuf, errlen, "label %.*s: want '=' then a quoted value", (int)l.name_len,
+                l.name);
             return NULL;
         }
         s = skip_blanks(s + 1, e);
         if (s >= e || *s != '"' || (s = scan_value(s, e, &l)) == NULL) {
-            bad(p, errbuf, errlen, "label %.*s: want a quoted value, closed", (int)l.name_len, l.name);
+            bad(p, errbuf, errlen, "label %.*s: want a quoted value, closed", (int)l.name_len,
+                l.name);
             return NULL;
         }
         if (out->nlabels == MS_SCRAPE_MAX_LABELS) {
@@ -229,7 +252,8 @@ static void count(ms_scrape_parser_t *p, const sample_t *smp)
     for (size_t i = 0; i < p->nfamilies; i++) {
         const ms_scrape_family_t *f = &p->families[i];
         ms_scrape_total_t *t = &p->totals[i];
-        bool ok = strlen(f->name) == smp->name_len && memcmp(f->name, smp->name, smp->name_len) == 0;
+        bool ok =
+            strlen(f->name) == smp->name_len && memcmp(f->name, smp->name, smp->name_len) == 0;
 
         for (size_t m = 0; ok && m < f->nmatchers; m++)
             ok = matcher_passes(smp, &f->matchers[m]);
@@ -256,14 +280,16 @@ static ms_err_t value_part(ms_scrape_parser_t *p, const char *s, const char *e, 
     if (v == s)
         return bad(p, errbuf, errlen, "%.*s: no value", (int)smp->name_len, smp->name);
     if (!number(v, s, &smp->value))
-        return bad(p, errbuf, errlen, "value \"%.*s\" is not a number", (int)(s - v > 40 ? 40 : s - v), v);
+        return bad(p, errbuf, errlen, "value \"%.*s\" is not a number",
+                   (int)(s - v > 40 ? 40 : s - v), v);
     s = skip_blanks(s, e);
     if (s < e && *s != '#') {
         const char *t = s;
         while (s < e && !is_blank(*s))
             s++;
         if (!number(t, s, &ts) || !isfinite(ts))
-            return bad(p, errbuf, errlen, "timestamp \"%.*s\" is not a number", (int)(s - t > 40 ? 40 : s - t), t);
+            return bad(p, errbuf, errlen, "timestamp \"%.*s\" is not a number",
+                       (int)(s - t > 40 ? 40 : s - t), t);
         s = skip_blanks(s, e);
     }
     if (s < e && *s != '#')
@@ -300,7 +326,8 @@ static ms_err_t sample(ms_scrape_parser_t *p, const char *s, const char *e, char
     return MS_OK;
 }
 
-static ms_err_t parse_line(ms_scrape_parser_t *p, const char *s, size_t n, char *errbuf, size_t errlen)
+static ms_err_t parse_line(ms_scrape_parser_t *p, const char *s, size_t n, char *errbuf,
+                           size_t errlen)
 {
     const char *e = s + n;
 

@@ -26,55 +26,77 @@
     "upstream_rq_total%7Cupstream_rq_pending_overflow%7Ccircuit_breakers%5C.default%5C."           \
     "remaining_rq)%24"
 
-#define INBOUND {"cluster_name", "inbound|", MS_SCRAPE_MATCH_PREFIX}
+#define INBOUND                                                                                    \
+    {                                                                                              \
+        "cluster_name", "inbound|", MS_SCRAPE_MATCH_PREFIX                                         \
+    }
 
 static const ms_scrape_preset_t presets[MS_SCRAPE_PROXY__COUNT] = {
-    [MS_SCRAPE_PROXY_HAPROXY] = {
-        /* HAProxy has no standard exporter port: 8405 is the one its own
-         * documentation's prometheus-exporter example binds; override it to
-         * match the sidecar's `frontend` with `use-service prometheus-exporter`.
-         * Saturation as the lab runs it (e2e/lab/lib/objects.sh): refused
-         * connections against admitted sessions. */
-        .proxy = "haproxy", .port = 8405, .path = "/metrics", .accept = ACCEPT_TEXT,
-        .families = {{.name = "haproxy_server_current_sessions"},
-                     {.name = "haproxy_server_limit_sessions", .positive_only = true},
-                     {.name = "haproxy_server_sessions_total"},
-                     {.name = "haproxy_backend_connection_errors_total"}},
-        .roles = {MS_SCRAPE_ROLE_IN_FLIGHT, MS_SCRAPE_ROLE_LIMIT, MS_SCRAPE_ROLE_ADMITTED,
-                  MS_SCRAPE_ROLE_REJECTED},
-        .counter = {false, false, true, true},
-        .nfamilies = 4,
-    },
-    [MS_SCRAPE_PROXY_ENVOY] = {
-        /* Istio's sidecar serves Envoy's stats on 15090 (plaintext), path
-         * /stats/prometheus. In flight: the inbound clusters' active requests;
-         * limit: active + the default circuit breaker's remaining; saturation:
-         * pending overflows against requests (docs/metrics.md). */
-        .proxy = "envoy", .port = 15090, .path = ENVOY_PATH, .accept = ACCEPT_TEXT,
-        .families = {{.name = "envoy_cluster_upstream_rq_active", .matchers = {INBOUND}, .nmatchers = 1},
-                     {.name = "envoy_cluster_circuit_breakers_default_remaining_rq",
-                      .matchers = {INBOUND}, .nmatchers = 1},
-                     {.name = "envoy_cluster_upstream_rq_total", .matchers = {INBOUND}, .nmatchers = 1},
-                     {.name = "envoy_cluster_upstream_rq_pending_overflow", .matchers = {INBOUND},
-                      .nmatchers = 1}},
-        .roles = {MS_SCRAPE_ROLE_IN_FLIGHT, MS_SCRAPE_ROLE_REMAINING, MS_SCRAPE_ROLE_ADMITTED,
-                  MS_SCRAPE_ROLE_REJECTED},
-        .counter = {false, false, true, true},
-        .nfamilies = 4,
-    },
-    [MS_SCRAPE_PROXY_LINKERD] = {
-        /* The proxy's admin port 4191, /metrics. Linkerd has no in-flight
-         * gauge: Little's law on the inbound latency sum, as presets.c does
-         * (milliseconds accrued per second / 1000 = mean requests in flight,
-         * here over the time between two reads). No limit, and no
-         * saturation pair the project documents for Linkerd. */
-        .proxy = "linkerd", .port = 4191, .path = "/metrics", .accept = ACCEPT_TEXT,
-        .families = {{.name = "response_latency_ms_sum",
-                      .matchers = {{"direction", "inbound", MS_SCRAPE_MATCH_EQ}}, .nmatchers = 1}},
-        .roles = {MS_SCRAPE_ROLE_BUSY_MS},
-        .counter = {true},
-        .nfamilies = 1,
-    },
+    [MS_SCRAPE_PROXY_HAPROXY] =
+        {
+            /* HAProxy has no standard exporter port: 8405 is the one its own
+             * documentation's prometheus-exporter example binds; override it to
+             * match the sidecar's `frontend` with `use-service prometheus-exporter`.
+             * Saturation as the lab runs it (e2e/lab/lib/objects.sh): refused
+             * connections against admitted sessions. */
+            .proxy = "haproxy",
+            .port = 8405,
+            .path = "/metrics",
+            .accept = ACCEPT_TEXT,
+            .families = {{.name = "haproxy_server_current_sessions"},
+                         {.name = "haproxy_server_limit_sessions", .positive_only = true},
+                         {.name = "haproxy_server_sessions_total"},
+                         {.name = "haproxy_backend_connection_errors_total"}},
+            .roles = {MS_SCRAPE_ROLE_IN_FLIGHT, MS_SCRAPE_ROLE_LIMIT, MS_SCRAPE_ROLE_ADMITTED,
+                      MS_SCRAPE_ROLE_REJECTED},
+            .counter = {false, false, true, true},
+            .nfamilies = 4,
+        },
+    [MS_SCRAPE_PROXY_ENVOY] =
+        {
+            /* Istio's sidecar serves Envoy's stats on 15090 (plaintext), path
+             * /stats/prometheus. In flight: the inbound clusters' active requests;
+             * limit: active + the default circuit breaker's remaining; saturation:
+             * pending overflows against requests (docs/metrics.md). */
+            .proxy = "envoy",
+            .port = 15090,
+            .path = ENVOY_PATH,
+            .accept = ACCEPT_TEXT,
+            .families = {{.name = "envoy_cluster_upstream_rq_active",
+                          .matchers = {INBOUND},
+                          .nmatchers = 1},
+                         {.name = "envoy_cluster_circuit_breakers_default_remaining_rq",
+                          .matchers = {INBOUND},
+                          .nmatchers = 1},
+                         {.name = "envoy_cluster_upstream_rq_total",
+                          .matchers = {INBOUND},
+                          .nmatchers = 1},
+                         {.name = "envoy_cluster_upstream_rq_pending_overflow",
+                          .matchers = {INBOUND},
+                          .nmatchers = 1}},
+            .roles = {MS_SCRAPE_ROLE_IN_FLIGHT, MS_SCRAPE_ROLE_REMAINING, MS_SCRAPE_ROLE_ADMITTED,
+                      MS_SCRAPE_ROLE_REJECTED},
+            .counter = {false, false, true, true},
+            .nfamilies = 4,
+        },
+    [MS_SCRAPE_PROXY_LINKERD] =
+        {
+            /* The proxy's admin port 4191, /metrics. Linkerd has no in-flight
+             * gauge: Little's law on the inbound latency sum, as presets.c does
+             * (milliseconds accrued per second / 1000 = mean requests in flight,
+             * here over the time between two reads). No limit, and no
+             * saturation pair the project documents for Linkerd. */
+            .proxy = "linkerd",
+            .port = 4191,
+            .path = "/metrics",
+            .accept = ACCEPT_TEXT,
+            .families = {{.name = "response_latency_ms_sum",
+                          .matchers = {{"direction", "inbound", MS_SCRAPE_MATCH_EQ}},
+                          .nmatchers = 1}},
+            .roles = {MS_SCRAPE_ROLE_BUSY_MS},
+            .counter = {true},
+            .nfamilies = 1,
+        },
 };
 
 const ms_scrape_preset_t *ms_scrape_preset(ms_scrape_proxy_t proxy)

@@ -22,7 +22,10 @@ typedef struct {
     bool has[MS_SCRAPE_MAX_FAMILIES];
 } entry_t;
 
-void ms_scrape_rates_init(ms_scrape_rates_t *r) { ms_strmap_init(&r->pods); }
+void ms_scrape_rates_init(ms_scrape_rates_t *r)
+{
+    ms_strmap_init(&r->pods);
+}
 
 void ms_scrape_rates_cleanup(ms_scrape_rates_t *r)
 {
@@ -35,10 +38,16 @@ void ms_scrape_rates_cleanup(ms_scrape_rates_t *r)
     ms_strmap_cleanup(&r->pods);
 }
 
-size_t ms_scrape_rates_size(const ms_scrape_rates_t *r) { return ms_strmap_size(&r->pods); }
+size_t ms_scrape_rates_size(const ms_scrape_rates_t *r)
+{
+    return ms_strmap_size(&r->pods);
+}
 
 /* A counter value a rate may use: a finite number, not negative. */
-static bool usable(double v) { return isfinite(v) && v >= 0; }
+static bool usable(double v)
+{
+    return isfinite(v) && v >= 0;
+}
 
 void ms_scrape_rates_update(ms_scrape_rates_t *r, const char *uid, double now, const double *values,
                             const bool *has, size_t n, ms_scrape_rate_t *out)

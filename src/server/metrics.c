@@ -20,11 +20,11 @@
 #include "meshscaler/xalloc.h"
 
 typedef struct {
-    char *key;                               /* label values joined by '\x1f'; owned */
-    char *values[MS_METRICS_MAX_LABELS];     /* each value, in key's allocation */
-    double value;                            /* counter/gauge value, histogram sum */
-    uint64_t count;                          /* histogram count */
-    uint64_t *buckets;                       /* histogram per-bucket counts */
+    char *key;                           /* label values joined by '\x1f'; owned */
+    char *values[MS_METRICS_MAX_LABELS]; /* each value, in key's allocation */
+    double value;                        /* counter/gauge value, histogram sum */
+    uint64_t count;                      /* histogram count */
+    uint64_t *buckets;                   /* histogram per-bucket counts */
 } series_t;
 
 typedef struct {
@@ -80,7 +80,10 @@ void ms_metrics_free(ms_metrics_t *m)
 }
 
 /* The index's values are series indexes + 1 (never NULL). */
-static void *index_of(size_t i) { return (void *)(uintptr_t)(i + 1); }
+static void *index_of(size_t i)
+{
+    return (void *)(uintptr_t)(i + 1);
+}
 
 static const char *series_key(const void *val, const void *fam)
 {
@@ -155,7 +158,6 @@ static char *key_block(const char *key, char **values, size_t n)
     }
     return block;
 }
-
 
 /* The series for these values, created when create is set; NULL otherwise. */
 static series_t *lookup(family_t *fam, const char *const *values, bool create)
@@ -277,7 +279,6 @@ void ms_metrics_remove(ms_metrics_t *m, int id, const char *const *values)
     pthread_mutex_unlock(&m->lock);
 }
 
-
 /* Label values escaped as the exposition format wants: \\, \" and \n. */
 /* A label value, escaped as the text format wants (\\, \", \n), in spans. */
 static ms_err_t put_escaped(ms_buf_t *out, const char *v)
@@ -296,7 +297,10 @@ static ms_err_t put_escaped(ms_buf_t *out, const char *v)
     return err;
 }
 
-static ms_err_t put_str(ms_buf_t *out, const char *s) { return ms_buf_append(out, s, strlen(s)); }
+static ms_err_t put_str(ms_buf_t *out, const char *s)
+{
+    return ms_buf_append(out, s, strlen(s));
+}
 
 static ms_err_t put_labels(ms_buf_t *out, const family_t *fam, const series_t *s, const char *le)
 {
@@ -373,7 +377,8 @@ ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
     for (size_t f = 0; f < m->nfamilies && err == MS_OK; f++) {
         const family_t *fam = m->families[f];
 
-        err = ms_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name, kinds[fam->kind]);
+        err = ms_buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", fam->name, fam->help, fam->name,
+                             kinds[fam->kind]);
         for (size_t i = 0; i < fam->nseries && err == MS_OK; i++) {
             const series_t *s = &fam->series[i];
 
@@ -405,7 +410,8 @@ ms_err_t ms_metrics_render(ms_metrics_t *m, ms_buf_t *out)
             if (err == MS_OK)
                 err = put_labels(out, fam, s, NULL);
             if (err == MS_OK)
-                err = ms_buf_appendf(out, " %s\n%s_count", format_value(s->value, num, sizeof num), fam->name);
+                err = ms_buf_appendf(out, " %s\n%s_count", format_value(s->value, num, sizeof num),
+                                     fam->name);
             if (err == MS_OK)
                 err = put_labels(out, fam, s, NULL);
             if (err == MS_OK)

@@ -32,8 +32,8 @@
 #include "server_internal.h"
 
 #define CHUNK 16384
-#define MAX_HEADER_DATA 16384  /* request headers with secure metrics: room for long tokens */
-#define AUTH_WAIT_SECONDS 30   /* a connection waits at most this long for its check */
+#define MAX_HEADER_DATA 16384 /* request headers with secure metrics: room for long tokens */
+#define AUTH_WAIT_SECONDS 30  /* a connection waits at most this long for its check */
 #define PEM_MAX (64u * 1024u)
 #define BUSY_TEXT "Too many authorization checks waiting\n"
 #define PEER_BUSY_TEXT "Too many authorization checks waiting from this address\n"
@@ -46,12 +46,12 @@ typedef enum { CHECK_QUEUED, CHECK_RUNNING, CHECK_DONE } check_state_t;
 /* One authorization check; see the top of the file for who frees it. */
 typedef struct check {
     struct check *next;
-    struct lws *wsi; /* the waiting connection; NULL once it closed */
-    char *token;     /* owned; wiped once the callback returned */
+    struct lws *wsi;     /* the waiting connection; NULL once it closed */
+    char *token;         /* owned; wiped once the callback returned */
     char peer[PEER_MAX]; /* the client's address, "" when unknown */
     check_state_t state;
-    bool woken;      /* done and its connection asked to become writable */
-    int result;      /* an ms_server_auth_t, when done */
+    bool woken; /* done and its connection asked to become writable */
+    int result; /* an ms_server_auth_t, when done */
 } check_t;
 
 struct ms_server {
@@ -92,14 +92,14 @@ static const char *const role_names[] = {"metrics", "health"};
 static int respond_with(struct lws *wsi, session_t *ss, unsigned status, const char *type,
                         const char *extra_name, const char *extra_value)
 {
-    unsigned char buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
+    unsigned char buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start,
+                                       *end = buf + sizeof buf - 1;
 
     if (lws_add_http_common_headers(wsi, status, type, (lws_filepos_t)ss->body.len, &p, end))
         return 1;
-    if (extra_name != NULL &&
-        lws_add_http_header_by_name(wsi, (const unsigned char *)extra_name,
-                                    (const unsigned char *)extra_value, (int)strlen(extra_value),
-                                    &p, end))
+    if (extra_name != NULL && lws_add_http_header_by_name(wsi, (const unsigned char *)extra_name,
+                                                          (const unsigned char *)extra_value,
+                                                          (int)strlen(extra_value), &p, end))
         return 1;
     if (lws_finalize_write_http_header(wsi, start, &p, end))
         return 1;
@@ -222,8 +222,7 @@ static size_t checks_from(const ms_server_t *s, const char *peer)
 static int ask_authorization(struct lws *wsi, ms_server_t *s, session_t *ss)
 {
     char *token = bearer_token(wsi), peer[PEER_MAX] = "";
-    size_t most = s->opts.max_pending_auth ? s->opts.max_pending_auth
-                                           : MS_SERVER_MAX_PENDING_AUTH;
+    size_t most = s->opts.max_pending_auth ? s->opts.max_pending_auth : MS_SERVER_MAX_PENDING_AUTH;
     size_t per_peer = s->opts.max_pending_auth_per_peer ? s->opts.max_pending_auth_per_peer
                                                         : MS_SERVER_MAX_PENDING_AUTH_PER_PEER;
     const char *busy = NULL;
@@ -254,8 +253,7 @@ static int ask_authorization(struct lws *wsi, ms_server_t *s, session_t *ss)
         free_token(token);
         if (log) /* once until the queue empties: a flood must not flood the log */
             MS_LOG_WARN("too many /metrics authorization checks waiting; answering 503",
-                        MS_I("waiting", most),
-                        MS_I("per_peer", per_peer), MS_S("peer", peer));
+                        MS_I("waiting", most), MS_I("per_peer", per_peer), MS_S("peer", peer));
         ms_buf_append(&ss->body, busy, strlen(busy));
         return respond_with(wsi, ss, HTTP_STATUS_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
                             "retry-after:", "1");
@@ -372,12 +370,14 @@ static int on_request(struct lws *wsi, ms_server_t *s, role_t role, session_t *s
     if (role == ROLE_HEALTH && strcmp(uri, "/healthz") == 0) {
         bool alive = s->opts.alive == NULL || atomic_load(s->opts.alive);
         ms_buf_append(&ss->body, alive ? "ok\n" : "unhealthy\n", alive ? 3 : 10);
-        return respond(wsi, ss, alive ? HTTP_STATUS_OK : HTTP_STATUS_SERVICE_UNAVAILABLE, "text/plain");
+        return respond(wsi, ss, alive ? HTTP_STATUS_OK : HTTP_STATUS_SERVICE_UNAVAILABLE,
+                       "text/plain");
     }
     if (role == ROLE_HEALTH && strcmp(uri, "/readyz") == 0) {
         bool ready = s->opts.ready != NULL && atomic_load(s->opts.ready);
         ms_buf_append(&ss->body, ready ? "ok\n" : "not ready\n", ready ? 3 : 10);
-        return respond(wsi, ss, ready ? HTTP_STATUS_OK : HTTP_STATUS_SERVICE_UNAVAILABLE, "text/plain");
+        return respond(wsi, ss, ready ? HTTP_STATUS_OK : HTTP_STATUS_SERVICE_UNAVAILABLE,
+                       "text/plain");
     }
     ms_buf_append(&ss->body, "404 page not found\n", 19);
     return respond(wsi, ss, HTTP_STATUS_NOT_FOUND, "text/plain");
@@ -402,7 +402,8 @@ static int on_writable(struct lws *wsi, session_t *ss)
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
-static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
+static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len)
 {
     session_t *ss = user;
     const struct lws_protocols *proto = lws_get_protocol(wsi);
@@ -469,7 +470,10 @@ static void lws_log(int level, const char *line)
         MS_LOG_WARN("http server", MS_S("component", "libwebsockets"), MS_S("detail", msg));
 }
 
-static bool addr_off(const char *addr) { return addr == NULL || strcmp(addr, "0") == 0; }
+static bool addr_off(const char *addr)
+{
+    return addr == NULL || strcmp(addr, "0") == 0;
+}
 
 static void *serve(void *arg)
 {
@@ -516,8 +520,8 @@ static ms_err_t metrics_tls(ms_server_t *s, struct lws_context_creation_info *vi
 }
 
 /* Options that cannot work together. */
-static ms_err_t check_options(const ms_server_options_t *o, const char *const *addrs,
-                              char *errbuf, size_t errlen)
+static ms_err_t check_options(const ms_server_options_t *o, const char *const *addrs, char *errbuf,
+                              size_t errlen)
 {
     /* One address for both would leave one endpoint unreachable while the
      * other answers: a readiness probe that can never pass. */
@@ -549,9 +553,11 @@ static ms_err_t listen_role(ms_server_t *s, int r, const char *addr, bool tls, c
         return ms_errf(errbuf, errlen, MS_ERR_INVALID,
                        "%s address \"%s\": want HOST:PORT, :PORT or 0", role_names[r], addr);
     s->roles[r] = (role_t)r;
-    s->protocols[r][0] = (struct lws_protocols){
-        .name = "http", .callback = callback, .per_session_data_size = sizeof(session_t),
-        .rx_buffer_size = 0, .user = &s->roles[r]};
+    s->protocols[r][0] = (struct lws_protocols){.name = "http",
+                                                .callback = callback,
+                                                .per_session_data_size = sizeof(session_t),
+                                                .rx_buffer_size = 0,
+                                                .user = &s->roles[r]};
     memset(&vi, 0, sizeof vi);
     vi.vhost_name = role_names[r];
     vi.port = port; /* 0: the kernel picks; ms_server_*_port() tell which */
@@ -562,8 +568,8 @@ static ms_err_t listen_role(ms_server_t *s, int r, const char *addr, bool tls, c
         return err;
     s->vhosts[r] = lws_create_vhost(s->ctx, &vi);
     if (s->vhosts[r] == NULL)
-        return ms_errf(errbuf, errlen, MS_ERR_IO, "cannot listen on %s address %s%s",
-                       role_names[r], addr, r == ROLE_METRICS && tls ? " (or set up its TLS)" : "");
+        return ms_errf(errbuf, errlen, MS_ERR_IO, "cannot listen on %s address %s%s", role_names[r],
+                       addr, r == ROLE_METRICS && tls ? " (or set up its TLS)" : "");
     return MS_OK;
 }
 
@@ -594,7 +600,8 @@ ms_server_t *ms_server_start(const ms_server_options_t *opts, char *errbuf, size
     if (tls)
         info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
     if (opts->authorize != NULL)
-        info.max_http_header_data = MAX_HEADER_DATA; /* service account tokens are ~1 KB, OIDC more */
+        info.max_http_header_data =
+            MAX_HEADER_DATA; /* service account tokens are ~1 KB, OIDC more */
     info.user = s;
     s->ctx = lws_create_context(&info);
     if (s->ctx == NULL) {

@@ -143,15 +143,14 @@ ms_err_t ms__server_tls_check_files(const char *cert_file, const char *key_file,
         goto out;
     }
     if ((key = PEM_read_bio_PrivateKey(kbio, NULL, NULL, NULL)) == NULL) {
-        err = ms_errf(errbuf, errlen, MS_ERR_TLS,
-                      "%s holds no unencrypted PEM private key: %s", key_file,
-                      ssl_error(why, sizeof why));
+        err = ms_errf(errbuf, errlen, MS_ERR_TLS, "%s holds no unencrypted PEM private key: %s",
+                      key_file, ssl_error(why, sizeof why));
         goto out;
     }
     if (X509_check_private_key(x, key) != 1) {
         ERR_clear_error();
-        err = ms_errf(errbuf, errlen, MS_ERR_TLS, "the key %s does not belong to the certificate %s",
-                      key_file, cert_file);
+        err = ms_errf(errbuf, errlen, MS_ERR_TLS,
+                      "the key %s does not belong to the certificate %s", key_file, cert_file);
         goto out;
     }
     err = MS_OK;

@@ -17,9 +17,15 @@ static double read_clock(clockid_t id)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-double ms_clock_monotonic(void) { return read_clock(CLOCK_MONOTONIC); }
+double ms_clock_monotonic(void)
+{
+    return read_clock(CLOCK_MONOTONIC);
+}
 
-double ms_clock_wall(void) { return read_clock(CLOCK_REALTIME); }
+double ms_clock_wall(void)
+{
+    return read_clock(CLOCK_REALTIME);
+}
 
 /* seconds (clamped to 0 .. a day) as a timespec. */
 static struct timespec span(double seconds)

@@ -43,8 +43,8 @@ static bool plain_name(const char *key)
     if (key[0] == '\0')
         return false;
     for (const char *c = key; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-              (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || *c == '/'))
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '-' || *c == '/'))
             return false;
     return true;
 }
@@ -93,7 +93,10 @@ void ms_jpath_pop(ms_jpath_t *p, size_t len)
     }
 }
 
-const char *ms_jpath_str(const ms_jpath_t *p) { return p->len ? p->text : "$"; }
+const char *ms_jpath_str(const ms_jpath_t *p)
+{
+    return p->len ? p->text : "$";
+}
 
 ms_err_t ms_jpath_errf(const ms_jpath_t *p, char *errbuf, size_t errlen, const char *fmt, ...)
 {
@@ -106,7 +109,10 @@ ms_err_t ms_jpath_errf(const ms_jpath_t *p, char *errbuf, size_t errlen, const c
     return ms_errf(errbuf, errlen, MS_ERR_INVALID, "%s: %s", ms_jpath_str(p), reason);
 }
 
-bool ms_json_is_absent(const cJSON *item) { return item == NULL || cJSON_IsNull(item); }
+bool ms_json_is_absent(const cJSON *item)
+{
+    return item == NULL || cJSON_IsNull(item);
+}
 
 const char *ms_json_kind(const cJSON *item)
 {
@@ -165,8 +171,8 @@ ms_err_t ms_json_bool(const cJSON *item, const ms_jpath_t *p, bool *out, char *e
     return MS_OK;
 }
 
-static ms_err_t check_string(const cJSON *item, const ms_jpath_t *p, size_t min_len,
-                             size_t max_len, size_t *len, char *errbuf, size_t errlen)
+static ms_err_t check_string(const cJSON *item, const ms_jpath_t *p, size_t min_len, size_t max_len,
+                             size_t *len, char *errbuf, size_t errlen)
 {
     if (!cJSON_IsString(item) || item->valuestring == NULL)
         return ms_jpath_errf(p, errbuf, errlen, "not a string (found %s)", ms_json_kind(item));
@@ -196,8 +202,8 @@ ms_err_t ms_json_strdup(const cJSON *item, const ms_jpath_t *p, size_t max_len, 
     return MS_OK;
 }
 
-ms_err_t ms_json_strcpy(const cJSON *item, const ms_jpath_t *p, char *buf, size_t cap,
-                        char *errbuf, size_t errlen)
+ms_err_t ms_json_strcpy(const cJSON *item, const ms_jpath_t *p, char *buf, size_t cap, char *errbuf,
+                        size_t errlen)
 {
     size_t len = 0;
     ms_err_t err = check_string(item, p, 1, cap - 1, &len, errbuf, errlen);
@@ -222,8 +228,8 @@ ms_err_t ms_json_enum(const cJSON *item, const ms_jpath_t *p, const char *const 
             return MS_OK;
         }
         if (used < sizeof want)
-            used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", i ? ", " : "",
-                                     names[i]);
+            used +=
+                (size_t)snprintf(want + used, sizeof want - used, "%s%s", i ? ", " : "", names[i]);
     }
     return ms_jpath_errf(p, errbuf, errlen, "unknown value \"%.40s\" (want one of %s)",
                          item->valuestring, want);
@@ -301,8 +307,8 @@ ms_err_t ms_json_unique_keys(const cJSON *item, ms_jpath_t *p, char *errbuf, siz
     }
     i = 0;
     for (c = item->child; c != NULL; c = c->next, i++) {
-        size_t saved = cJSON_IsObject(item) ? ms_jpath_push_key(p, c->string)
-                                            : ms_jpath_push_index(p, i);
+        size_t saved =
+            cJSON_IsObject(item) ? ms_jpath_push_key(p, c->string) : ms_jpath_push_index(p, i);
         err = ms_json_unique_keys(c, p, errbuf, errlen);
         ms_jpath_pop(p, saved);
         if (err != MS_OK)

@@ -26,7 +26,10 @@ void ms_log_setup(ms_log_level_t level, ms_log_format_t format, FILE *out)
     log_out = out;
 }
 
-bool ms_log_enabled(ms_log_level_t level) { return level <= log_level; }
+bool ms_log_enabled(ms_log_level_t level)
+{
+    return level <= log_level;
+}
 
 bool ms_log_level_parse(const char *name, ms_log_level_t *out)
 {

@@ -23,7 +23,10 @@ uint64_t ms_strmap_hash(const char *s, size_t len)
     return ms_fnv1a(MS_FNV1A_BASIS, s, len);
 }
 
-void ms_strmap_init(ms_strmap_t *m) { memset(m, 0, sizeof *m); }
+void ms_strmap_init(ms_strmap_t *m)
+{
+    memset(m, 0, sizeof *m);
+}
 
 void ms_strmap_init_intrusive(ms_strmap_t *m, ms_strmap_key_fn key_of, const void *ctx)
 {
@@ -156,7 +159,10 @@ void *ms_strmap_del(ms_strmap_t *m, const char *key)
     return val;
 }
 
-size_t ms_strmap_size(const ms_strmap_t *m) { return m->n; }
+size_t ms_strmap_size(const ms_strmap_t *m)
+{
+    return m->n;
+}
 
 bool ms_strmap_next(const ms_strmap_t *m, size_t *pos, const char **key, void **val)
 {

@@ -5,4 +5,7 @@
 #define MS_VERSION "0.0.0-unknown"
 #endif
 
-const char *ms_version(void) { return MS_VERSION; }
+const char *ms_version(void)
+{
+    return MS_VERSION;
+}

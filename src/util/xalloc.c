@@ -33,14 +33,20 @@ void *ms_xcheck(void *p, const char *what)
     return p;
 }
 
-void *ms_xmalloc(size_t n) { return check(malloc(n ? n : 1), n); }
+void *ms_xmalloc(size_t n)
+{
+    return check(malloc(n ? n : 1), n);
+}
 
 void *ms_xcalloc(size_t count, size_t size)
 {
     return check(calloc(count ? count : 1, size ? size : 1), count * size);
 }
 
-void *ms_xrealloc(void *p, size_t n) { return check(realloc(p, n ? n : 1), n); }
+void *ms_xrealloc(void *p, size_t n)
+{
+    return check(realloc(p, n ? n : 1), n);
+}
 
 void *ms_xgrow(void *p, size_t *cap, size_t need, size_t size)
 {
@@ -60,11 +66,20 @@ void *ms_xgrow(void *p, size_t *cap, size_t need, size_t size)
     return p;
 }
 
-char *ms_xstrdup(const char *s) { return check(strdup(s), strlen(s) + 1); }
+char *ms_xstrdup(const char *s)
+{
+    return check(strdup(s), strlen(s) + 1);
+}
 
-char *ms_xstrdup_opt(const char *s) { return s != NULL ? ms_xstrdup(s) : NULL; }
+char *ms_xstrdup_opt(const char *s)
+{
+    return s != NULL ? ms_xstrdup(s) : NULL;
+}
 
-char *ms_xstrndup(const char *s, size_t n) { return check(strndup(s, n), n + 1); }
+char *ms_xstrndup(const char *s, size_t n)
+{
+    return check(strndup(s, n), n + 1);
+}
 
 char *ms_xasprintf(const char *fmt, ...)
 {

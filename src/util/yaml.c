@@ -248,8 +248,7 @@ static ms_err_t on_event(builder_t *b, const yaml_event_t *ev, char *errbuf, siz
     }
 }
 
-ms_err_t ms_yaml_load_all(const char *text, size_t len, cJSON **docs, char *errbuf,
-                          size_t errlen)
+ms_err_t ms_yaml_load_all(const char *text, size_t len, cJSON **docs, char *errbuf, size_t errlen)
 {
     yaml_parser_t parser;
     yaml_event_t ev;

@@ -33,8 +33,8 @@ static void check_output(const ms_buf_t *out)
 
         ms_jpath_init(&p, "spec");
         ms_spec_init(&spec);
-        if (ms_spec_from_json(cJSON_GetObjectItemCaseSensitive(d, "spec"), &p, false, &spec,
-                              errbuf, sizeof errbuf) != MS_OK)
+        if (ms_spec_from_json(cJSON_GetObjectItemCaseSensitive(d, "spec"), &p, false, &spec, errbuf,
+                              sizeof errbuf) != MS_OK)
             abort(); /* a MeshAutoscaler the controller would refuse */
         ms_spec_cleanup(&spec);
     }

@@ -35,9 +35,9 @@ typedef struct {
     const char *q;
     size_t len;
     size_t n;
-    size_t next;           /* selectors start at or after this */
-    const char *want;      /* NULL, or the exact namespace value every selector must match */
-    size_t stop_after;     /* 0: never */
+    size_t next;       /* selectors start at or after this */
+    const char *want;  /* NULL, or the exact namespace value every selector must match */
+    size_t stop_after; /* 0: never */
 } walk_t;
 
 static void one_line(const char *s, size_t cap)
@@ -51,7 +51,10 @@ static bool inside(const walk_t *w, const char *p, size_t n)
     return p >= w->q && p + n <= w->q + w->len;
 }
 
-static bool is_quote(char c) { return c == '"' || c == '\'' || c == '`'; }
+static bool is_quote(char c)
+{
+    return c == '"' || c == '\'' || c == '`';
+}
 
 /* The matcher namespace="<want>" (want: the text between the quotes; for
  * the placeholder, spaces inside the braces are allowed as the expander
@@ -88,8 +91,7 @@ static bool visit(const ms_prom_selector_t *sel, void *ctx)
         abort();
     w->next = sel->offset + sel->len;
     if (sel->metric != NULL &&
-        (sel->metric != w->q + sel->offset || sel->metric_len == 0 ||
-         sel->metric_len > sel->len))
+        (sel->metric != w->q + sel->offset || sel->metric_len == 0 || sel->metric_len > sel->len))
         abort();
     if (sel->metric == NULL && w->q[sel->offset] != '{')
         abort();
@@ -146,8 +148,8 @@ static void expand_and_recheck(const char *tmpl, size_t nsel, const ms_prom_temp
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const ms_prom_template_vars_t hostile = {
-        NAMESPACE, "a`b\"c'd\\e\nf}{g{{h}}", "K`) or up #\r", "p-1|p\\.2\"`'\\"};
+    static const ms_prom_template_vars_t hostile = {NAMESPACE, "a`b\"c'd\\e\nf}{g{{h}}",
+                                                    "K`) or up #\r", "p-1|p\\.2\"`'\\"};
     static const ms_prom_template_vars_t plain = {NAMESPACE, "web\n}", "Deployment", "web-1|web-2"};
     char err[MS_ERRBUF_SIZE];
     char *q;

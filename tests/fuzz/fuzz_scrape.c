@@ -33,7 +33,8 @@ static const ms_scrape_family_t families[] = {
     {.name = "m"},
     {.name = "m", .matchers = {{"a", "x", MS_SCRAPE_MATCH_EQ}}, .nmatchers = 1},
     {.name = "envoy_cluster_upstream_rq_active",
-     .matchers = {{"cluster_name", "inbound|", MS_SCRAPE_MATCH_PREFIX}}, .nmatchers = 1},
+     .matchers = {{"cluster_name", "inbound|", MS_SCRAPE_MATCH_PREFIX}},
+     .nmatchers = 1},
     {.name = "haproxy_server_limit_sessions", .positive_only = true},
     {.name = "response_latency_ms_sum",
      .matchers = {{"direction", "inbound", MS_SCRAPE_MATCH_EQ}, {"le", "", MS_SCRAPE_MATCH_EQ}},
@@ -86,7 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ms_scrape_parser_init(&parts, families, NFAM, MAX_BYTES);
     rc2 = feed_chunked(&parts, data, size, chunk, err2, sizeof err2);
     /* The same lines in the same order: bit for bit the same totals. */
-    if (rc1 != rc2 || (rc1 == MS_OK && memcmp(whole.totals, parts.totals, sizeof whole.totals) != 0))
+    if (rc1 != rc2 ||
+        (rc1 == MS_OK && memcmp(whole.totals, parts.totals, sizeof whole.totals) != 0))
         abort();
     if (rc1 == MS_OK) {
         check_totals(&whole);

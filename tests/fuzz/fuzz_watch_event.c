@@ -36,12 +36,13 @@ static ms_err_t on_line(void *ctx, const char *line, size_t len)
         if (!cJSON_IsObject(obj) || type > MS_KUBE_EV_ERROR)
             abort();
         if (type != MS_KUBE_EV_ERROR &&
-            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                                             "resourceVersion")))
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion")))
             abort();
         cJSON_Delete(obj);
     } else {
-        if (obj != NULL || memchr(errbuf, '\0', sizeof errbuf) == NULL || strchr(errbuf, '\n') != NULL)
+        if (obj != NULL || memchr(errbuf, '\0', sizeof errbuf) == NULL ||
+            strchr(errbuf, '\n') != NULL)
             abort();
     }
     return MS_OK; /* keep going: a bad line must not poison the next */

@@ -117,7 +117,8 @@ static int compare(const cJSON *expected, const cJSON *actual, int exact, char *
             printf("  %s: expected an object\n", path);
             return 0;
         }
-        cJSON_ArrayForEach(e, expected) {
+        cJSON_ArrayForEach(e, expected)
+        {
             size_t len = strlen(path);
             int ok;
             snprintf(path + len, pathlen - len, ".%s", e->string);
@@ -129,7 +130,8 @@ static int compare(const cJSON *expected, const cJSON *actual, int exact, char *
         }
         if (exact) {
             const cJSON *a;
-            cJSON_ArrayForEach(a, actual) {
+            cJSON_ArrayForEach(a, actual)
+            {
                 if (cJSON_GetObjectItemCaseSensitive(expected, a->string) == NULL) {
                     printf("  %s: the output has key \"%s\" that the expected value lacks\n",
                            path[0] ? path : ".", a->string);
@@ -165,7 +167,9 @@ static int compare(const cJSON *expected, const cJSON *actual, int exact, char *
     if (cJSON_IsBool(expected) || cJSON_IsNull(expected)) {
         if (actual == NULL || (actual->type & 0xFF) != (expected->type & 0xFF)) {
             printf("  %s: expected %s\n", path,
-                   cJSON_IsNull(expected) ? "null" : cJSON_IsTrue(expected) ? "true" : "false");
+                   cJSON_IsNull(expected)   ? "null"
+                   : cJSON_IsTrue(expected) ? "true"
+                                            : "false");
             return 0;
         }
         return 1;
@@ -180,8 +184,8 @@ static int compare(const cJSON *expected, const cJSON *actual, int exact, char *
             size_t len = strlen(path);
             int ok;
             snprintf(path + len, pathlen - len, "[%d]", i);
-            ok = compare(cJSON_GetArrayItem(expected, i), cJSON_GetArrayItem(actual, i), exact, path,
-                         pathlen);
+            ok = compare(cJSON_GetArrayItem(expected, i), cJSON_GetArrayItem(actual, i), exact,
+                         path, pathlen);
             path[len] = '\0';
             if (!ok)
                 return 0;
@@ -207,9 +211,8 @@ static int ignored(const cJSON *ignore, const char *key)
 {
     const cJSON *k;
 
-    cJSON_ArrayForEach(k, ignore)
-        if (cJSON_IsString(k) && strcmp(k->valuestring, key) == 0)
-            return 1;
+    cJSON_ArrayForEach(k,
+                       ignore) if (cJSON_IsString(k) && strcmp(k->valuestring, key) == 0) return 1;
     return 0;
 }
 
@@ -228,15 +231,15 @@ static int check_line(const cJSON *e, const cJSON *a, int strict, const char *sc
     }
     if (ignore != NULL) {
         int good = cJSON_IsArray(ignore);
-        cJSON_ArrayForEach(item, ignore)
-            good = good && cJSON_IsString(item);
+        cJSON_ArrayForEach(item, ignore) good = good && cJSON_IsString(item);
         if (!good) {
-            printf("FAIL %s: expected line %d: \"ignore\" must be a list of key names\n",
-                   scenario, line);
+            printf("FAIL %s: expected line %d: \"ignore\" must be a list of key names\n", scenario,
+                   line);
             return 0;
         }
     }
-    cJSON_ArrayForEach(item, e) {
+    cJSON_ArrayForEach(item, e)
+    {
         if (strcmp(item->string, "ignore") == 0 || ignored(ignore, item->string))
             continue;
         snprintf(path, sizeof path, "%s", item->string);
@@ -245,7 +248,8 @@ static int check_line(const cJSON *e, const cJSON *a, int strict, const char *sc
             ok = 0;
     }
     if (strict) {
-        cJSON_ArrayForEach(item, a) {
+        cJSON_ArrayForEach(item, a)
+        {
             size_t len = strlen(unchecked);
             if (cJSON_GetObjectItemCaseSensitive(e, item->string) != NULL ||
                 ignored(ignore, item->string))
@@ -263,8 +267,7 @@ static int check_line(const cJSON *e, const cJSON *a, int strict, const char *sc
     return ok;
 }
 
-static int check_match(const char *bin, const char *scenario, const char *expected_path,
-                       int strict)
+static int check_match(const char *bin, const char *scenario, const char *expected_path, int strict)
 {
     char *out, *err, *expected = read_file(expected_path);
     int rc = run(bin, scenario, &out, &err), line = 0, ok = 1;
@@ -297,7 +300,8 @@ static int check_match(const char *bin, const char *scenario, const char *expect
         e = cJSON_Parse(es);
         a = cJSON_Parse(as);
         if (e == NULL || a == NULL) {
-            printf("FAIL %s: line %d is not JSON (%s)\n", scenario, line, e ? "output" : "expected");
+            printf("FAIL %s: line %d is not JSON (%s)\n", scenario, line,
+                   e ? "output" : "expected");
             ok = 0;
         } else if (!check_line(e, a, strict, scenario, line)) {
             printf("FAIL %s: line %d differs\n  got: %s\n", scenario, line, as);
@@ -355,7 +359,8 @@ static int check_invalid(const char *bin, const char *scenario, const char *expe
 int main(int argc, char **argv)
 {
     if (argc != 5) {
-        fprintf(stderr, "usage: cli_check match|match-subset|invalid MESHSCALER SCENARIO EXPECTED\n");
+        fprintf(stderr,
+                "usage: cli_check match|match-subset|invalid MESHSCALER SCENARIO EXPECTED\n");
         return 2;
     }
     if (strcmp(argv[1], "match") == 0)

@@ -43,9 +43,9 @@ struct fakekube {
 
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t changed;
-    cJSON *items;         /* array of stored objects */
-    long rev;             /* last resourceVersion given */
-    long compacted;       /* watches from before this get 410 */
+    cJSON *items;   /* array of stored objects */
+    long rev;       /* last resourceVersion given */
+    long compacted; /* watches from before this get 410 */
     event_t *log;
     size_t nlog, caplog;
     bool down;
@@ -142,7 +142,8 @@ static cJSON *find_locked(fakekube_t *fk, const char *name)
 
     cJSON_ArrayForEach(it, fk->items)
     {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
         if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
             return it;
     }
@@ -177,7 +178,8 @@ static long log_event_locked(fakekube_t *fk, const char *type, cJSON *obj)
 
 long fakekube_put(fakekube_t *fk, const cJSON *obj)
 {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
+    const cJSON *name =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
     cJSON *copy, *was;
     long rev;
 
@@ -318,10 +320,12 @@ static char *next_event_locked(fakekube_t *fk, long *rev)
  * never a silent gap. Closing the connection ends the response. */
 static void serve_watch(fakekube_t *fk, int fd, const char *query, unsigned long epoch)
 {
-    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
-    static const char gone[] = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
-                               "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version\","
-                               "\"reason\":\"Expired\",\"code\":410}}\n";
+    static const char head[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+    static const char gone[] =
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+        "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version\","
+        "\"reason\":\"Expired\",\"code\":410}}\n";
     long rev = query_long(query, "resourceVersion", 0);
 
     if (!send_all(fd, head, sizeof head - 1))
@@ -382,7 +386,8 @@ static void *serve(void *arg)
     pthread_mutex_unlock(&fk->lock);
     if (down)
         respond(c->fd, 503, "Service Unavailable",
-                "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"fakekube is down\","
+                "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
+                "\"fakekube is down\","
                 "\"reason\":\"ServiceUnavailable\",\"code\":503}");
     else if (strstr(query, "watch=true") != NULL)
         serve_watch(fk, c->fd, query, epoch);
@@ -453,7 +458,8 @@ fakekube_t *fakekube_start(void)
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     fk->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fk->listen_fd < 0 || bind(fk->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-        listen(fk->listen_fd, 64) != 0 || getsockname(fk->listen_fd, (struct sockaddr *)&sa, &len) != 0) {
+        listen(fk->listen_fd, 64) != 0 ||
+        getsockname(fk->listen_fd, (struct sockaddr *)&sa, &len) != 0) {
         if (fk->listen_fd >= 0)
             close(fk->listen_fd);
         free(fk);
@@ -498,16 +504,18 @@ ms_kube_client_t *fakekube_client(fakekube_t *fk)
     ms_kube_config_t *cfg = NULL;
     ms_kube_client_options_t o;
     ms_kube_client_t *c;
-    int n = snprintf(cfgtext, sizeof cfgtext,
-                     "apiVersion: v1\nkind: Config\n"
-                     "clusters: [{name: fake, cluster: {server: \"http://127.0.0.1:%d\"}}]\n"
-                     "users: [{name: fake, user: {token: fake}}]\n"
-                     "contexts: [{name: fake, context: {cluster: fake, user: fake, namespace: ns}}]\n"
-                     "current-context: fake\n",
-                     fk->port);
+    int n =
+        snprintf(cfgtext, sizeof cfgtext,
+                 "apiVersion: v1\nkind: Config\n"
+                 "clusters: [{name: fake, cluster: {server: \"http://127.0.0.1:%d\"}}]\n"
+                 "users: [{name: fake, user: {token: fake}}]\n"
+                 "contexts: [{name: fake, context: {cluster: fake, user: fake, namespace: ns}}]\n"
+                 "current-context: fake\n",
+                 fk->port);
 
     if (n < 0 || (size_t)n >= sizeof cfgtext ||
-        ms_kube_config_parse(cfgtext, (size_t)n, "fakekube", "", NULL, &cfg, err, sizeof err) != MS_OK) {
+        ms_kube_config_parse(cfgtext, (size_t)n, "fakekube", "", NULL, &cfg, err, sizeof err) !=
+            MS_OK) {
         fprintf(stderr, "fakekube: kubeconfig: %s\n", err);
         return NULL;
     }

@@ -56,27 +56,35 @@
  * names a compacted revision: 410 with reason Expired, and a fresh token
  * for an inconsistent continuation, which a client that wants a consistent
  * list must not use. */
-static const char EXPIRED_BODY[] =
-    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6"
-    "MjEsInN0YXJ0IjoiYlx1MDAwMCJ9\"},\"status\":\"Failure\",\"message\":\"The provided continue parameter is too "
-    "old to display a consistent list result. You can start a new list without the continue parameter, or use "
-    "the continue token in this response to retrieve the remainder of the results. Continuing with the "
-    "provided token results in an inconsistent list - objects that were created, modified, or deleted between "
-    "the time the first chunk was returned and now may show up in the list.\",\"reason\":\"Expired\",\"code\":410}";
+static const char EXPIRED_BODY[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{"
+                                   "\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6"
+                                   "MjEsInN0YXJ0IjoiYlx1MDAwMCJ9\"},\"status\":\"Failure\","
+                                   "\"message\":\"The provided continue parameter is too "
+                                   "old to display a consistent list result. You can start a new "
+                                   "list without the continue parameter, or use "
+                                   "the continue token in this response to retrieve the remainder "
+                                   "of the results. Continuing with the "
+                                   "provided token results in an inconsistent list - objects that "
+                                   "were created, modified, or deleted between "
+                                   "the time the first chunk was returned and now may show up in "
+                                   "the list.\",\"reason\":\"Expired\",\"code\":410}";
 
 #define OBJ(name, rv)                                                                              \
-    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"" name                      \
-    "\",\"namespace\":\"ns\",\"uid\":\"uid-" name "\",\"resourceVersion\":\"" rv "\"},\"data\":{\"v\":\"" rv "\"}}"
+    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"" name                 \
+    "\",\"namespace\":\"ns\",\"uid\":\"uid-" name "\",\"resourceVersion\":\"" rv                   \
+    "\"},\"data\":{\"v\":\"" rv "\"}}"
 
 /* The first list: a and b, then a continue token. By the time the client
  * asks for the next page, a was deleted, b changed, c created, and etcd
  * compacted: the token has expired. */
-static const char PAGE1[] = "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
-                            "\"10\",\"continue\":\"tok-10\",\"remainingItemCount\":1},\"items\":[" OBJ("a", "5") ","
-                            OBJ("b", "6") "]}";
+static const char PAGE1[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
+    "\"10\",\"continue\":\"tok-10\",\"remainingItemCount\":1},\"items\":[" OBJ("a", "5") "," OBJ(
+        "b", "6") "]}";
 /* The list started again: what the collection holds now. */
-static const char FRESH[] = "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
-                            "\"21\"},\"items\":[" OBJ("b", "12") "," OBJ("c", "15") "]}";
+static const char FRESH[] =
+    "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
+    "\"21\"},\"items\":[" OBJ("b", "12") "," OBJ("c", "15") "]}";
 
 typedef struct {
     int fd, port;
@@ -156,7 +164,8 @@ static void serve_one(lister_t *l, int fd)
     query_param(req + 4, "watch", watch, sizeof watch);
     query_param(req + 4, "resourceVersion", rv, sizeof rv);
     if (strcmp(watch, "true") == 0 || strcmp(watch, "1") == 0) {
-        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+        static const char head[] =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
         pthread_mutex_lock(&l->lock);
         l->watches++;
         snprintf(l->watch_rv, sizeof l->watch_rv, "%s", rv);
@@ -274,7 +283,8 @@ static ms_kube_client_t *lister_client(const lister_t *l)
                      "current-context: s\n",
                      l->port);
 
-    assert_int_equal(ms_kube_config_parse(text, (size_t)n, "lister", "", NULL, &cfg, err, sizeof err), MS_OK);
+    assert_int_equal(
+        ms_kube_config_parse(text, (size_t)n, "lister", "", NULL, &cfg, err, sizeof err), MS_OK);
     memset(&o, 0, sizeof o);
     o.qps = -1;
     o.max_retries = -1;
@@ -331,11 +341,11 @@ static void test_list_restarts_when_continue_expires(void **state)
     ms_kube_client_free(c);
     lister_stop(&l);
     if (err != MS_OK)
-        fail_msg("the list did not start over after its continue token expired: %s (%s)", ms_err_name(err),
-                 kerr.message);
-    assert_string_equal(rv, "21"); /* the restarted list's, not the expired one's */
-    assert_int_equal(l.first_pages, 2);  /* the first page, then the whole list again */
-    assert_int_equal(l.continues, 1);    /* the expired token was sent once, never again */
+        fail_msg("the list did not start over after its continue token expired: %s (%s)",
+                 ms_err_name(err), kerr.message);
+    assert_string_equal(rv, "21");      /* the restarted list's, not the expired one's */
+    assert_int_equal(l.first_pages, 2); /* the first page, then the whole list again */
+    assert_int_equal(l.continues, 1);   /* the expired token was sent once, never again */
     assert_int_equal(pages, 3);
     /* Only the restarted list remains: b at its new version, and c. */
     assert_int_equal(items.n, 2);
@@ -359,8 +369,9 @@ static void test_list_restarts_only_once(void **state)
     lister_start(&l, true);
     c = lister_client(&l);
     memset(&kerr, 0, sizeof kerr);
-    assert_int_equal(ms_kube_list(c, COLLECTION, NULL, 2, collect_item, &items, rv, sizeof rv, &pages, &kerr),
-                     MS_ERR_GONE);
+    assert_int_equal(
+        ms_kube_list(c, COLLECTION, NULL, 2, collect_item, &items, rv, sizeof rv, &pages, &kerr),
+        MS_ERR_GONE);
     assert_int_equal(kerr.status, 410);
     assert_int_equal(l.first_pages, 2);
     assert_int_equal(l.continues, 2);
@@ -377,7 +388,8 @@ typedef struct {
 static void record_change(void *ctx, ms_kube_change_t ch, const cJSON *obj, const cJSON *old)
 {
     seen_t *s = ctx;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
+    const cJSON *name =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
     (void)old;
 
     pthread_mutex_lock(&s->lock);
@@ -501,13 +513,16 @@ static void decode_answer(const char *type, const char *ts, ms_prom_result_t *r)
     char body[512];
 
     if (strcmp(type, "vector") == 0)
-        snprintf(body, sizeof body,
-                 "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":"
-                 "{\"namespace\":\"shop\",\"workload\":\"api\"},\"value\":[%s,\"42\"]}]}}",
-                 ts);
+        snprintf(
+            body, sizeof body,
+            "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":"
+            "{\"namespace\":\"shop\",\"workload\":\"api\"},\"value\":[%s,\"42\"]}]}}",
+            ts);
     else
-        snprintf(body, sizeof body,
-                 "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[%s,\"42\"]}}", ts);
+        snprintf(
+            body, sizeof body,
+            "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[%s,\"42\"]}}",
+            ts);
     ms_prom_result_init(r);
     assert_int_equal(ms_prom_decode(body, strlen(body), 200, r), MS_PROM_OK);
 }
@@ -527,8 +542,8 @@ static void expect_at(const ms_prom_result_t *r, double ref, double limit, ms_pr
     ms_prom_reason_t got = ms_prom_result_number(r, ref, limit, &v, msg, sizeof msg);
 
     if (got != want)
-        fail_msg("%s: sample at %.6f, reference %.6f (age %.9f), limit %g: got %s, want %s (%s)", what,
-                 sample_time(r), ref, ref - sample_time(r), limit, ms_prom_reason_name(got),
+        fail_msg("%s: sample at %.6f, reference %.6f (age %.9f), limit %g: got %s, want %s (%s)",
+                 what, sample_time(r), ref, ref - sample_time(r), limit, ms_prom_reason_name(got),
                  ms_prom_reason_name(want), msg);
     if (want == MS_PROM_OK) {
         assert_true(v == 42);
@@ -569,8 +584,10 @@ static void staleness_boundary(const char *type)
         double t = sample_time(&r);
         expect_at(&r, t + 300.001, 300, MS_PROM_STALE, "ms timestamp, 1 ms past the limit");
         expect_at(&r, t + 299.999, 300, MS_PROM_OK, "ms timestamp, 1 ms inside the limit");
-        expect_at(&r, t - 300.001, 300, MS_PROM_STALE, "ms timestamp, 1 ms past the limit in the future");
-        expect_at(&r, t - 299.999, 300, MS_PROM_OK, "ms timestamp, 1 ms inside the limit in the future");
+        expect_at(&r, t - 300.001, 300, MS_PROM_STALE,
+                  "ms timestamp, 1 ms past the limit in the future");
+        expect_at(&r, t - 299.999, 300, MS_PROM_OK,
+                  "ms timestamp, 1 ms inside the limit in the future");
         /* the reference as a caller writes it: whole seconds */
         expect_at(&r, 1796002462.0, 300, MS_PROM_STALE, "300.276 s old");
         expect_at(&r, 1796002461.0, 300, MS_PROM_OK, "299.276 s old");
@@ -605,9 +622,11 @@ static void test_staleness_message(void **state)
     (void)state;
 
     decode_answer("vector", "1796002161.5", &r);
-    assert_int_equal(ms_prom_result_number(&r, 1796002161.5 - 400, 300, &v, msg, sizeof msg), MS_PROM_STALE);
+    assert_int_equal(ms_prom_result_number(&r, 1796002161.5 - 400, 300, &v, msg, sizeof msg),
+                     MS_PROM_STALE);
     assert_non_null(strstr(msg, "400 s in the future"));
-    assert_int_equal(ms_prom_result_number(&r, 1796002161.5 + 400, 300, &v, msg, sizeof msg), MS_PROM_STALE);
+    assert_int_equal(ms_prom_result_number(&r, 1796002161.5 + 400, 300, &v, msg, sizeof msg),
+                     MS_PROM_STALE);
     assert_non_null(strstr(msg, "400 s old"));
     assert_true(v == UNTOUCHED);
     ms_prom_result_cleanup(&r);
@@ -699,8 +718,9 @@ static void test_up_window_only_never_scales_up_sooner(void **state)
             free(ref);
             ms_spec_cleanup(&s);
             if (up > rup)
-                fail_msg("t=%d: compacted up-limit %d above the unbounded %d: a scale-up would come sooner", t,
-                         up, rup);
+                fail_msg("t=%d: compacted up-limit %d above the unbounded %d: a scale-up would "
+                         "come sooner",
+                         t, up, rup);
             fail_msg("t=%d: ms__stabilize gives %d, the up-limit is %d", t, stabilized, up);
         }
         differed += up != rup;
@@ -755,9 +775,11 @@ static void test_up_only_merge_keeps_the_down_window(void **state)
     ms_spec_cleanup(&s);
     assert_int_equal(rdown, 100);
     if (down < rdown)
-        fail_msg("after compacting an up-window-only entry into one the scale-down window covers, the "
-                 "down-limit is %d instead of %d: a scale-down would come sooner than without compaction",
-                 down, rdown);
+        fail_msg(
+            "after compacting an up-window-only entry into one the scale-down window covers, the "
+            "down-limit is %d instead of %d: a scale-down would come sooner than without "
+            "compaction",
+            down, rdown);
     assert_int_equal(stabilized, 100); /* 100 replicas hold, as HPA would */
 }
 

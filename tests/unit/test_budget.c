@@ -67,7 +67,10 @@ static void cleanup(round_t *r)
         ms_spec_cleanup(&r->specs[i]);
 }
 
-static int32_t desired(const round_t *r, size_t i) { return r->decisions[i].desired_replicas; }
+static int32_t desired(const round_t *r, size_t i)
+{
+    return r->decisions[i].desired_replicas;
+}
 
 /* Asks of a billion replicas each in a room of two billion flows: the
  * hand-out stops at its million replicas (budget.c), split as the rule
@@ -116,7 +119,7 @@ static void room_for_every_ask_changes_nothing(void **state)
 static void namespaces_first_in_any_order(void **state)
 {
     static const char *const orders[2][3] = {{"a/one", "a/two", "b/only"},
-                                              {"b/only", "a/two", "a/one"}};
+                                             {"b/only", "a/two", "a/one"}};
     (void)state;
 
     for (size_t o = 0; o < 2; o++) {
@@ -128,7 +131,9 @@ static void namespaces_first_in_any_order(void **state)
         }
         assert_int_equal(ms_engine_share_budgets(r.members, r.n), MS_OK);
         for (size_t i = 0; i < 3; i++) {
-            int32_t want = strcmp(r.keys[i], "b/only") == 0 ? 5 : strcmp(r.keys[i], "a/one") == 0 ? 4 : 3;
+            int32_t want = strcmp(r.keys[i], "b/only") == 0  ? 5
+                           : strcmp(r.keys[i], "a/one") == 0 ? 4
+                                                             : 3;
             assert_int_equal(desired(&r, i), want);
             assert_int_equal(r.decisions[i].reason, MS_REASON_DownstreamLimit);
             assert_true(r.decisions[i].budgets[0].bound);
@@ -279,7 +284,9 @@ static void reference_share(const round_t *r, int32_t *want)
 
         room = fmin(room, d->downstreams[0].room);
         reserved += p * d->starting_replicas;
-        ask[i] = d->desired_replicas > d->current_replicas ? d->desired_replicas - d->current_replicas : 0;
+        ask[i] = d->desired_replicas > d->current_replicas
+                     ? d->desired_replicas - d->current_replicas
+                     : 0;
         asked += ask[i] * p;
         want[i] = d->desired_replicas;
     }

@@ -159,7 +159,7 @@ static void test_round_groups(void **state)
     for (size_t i = 0; i < 6; i++)
         ms_spec_init(&s[i]);
     spec_with(&s[0], 0, "edge", NULL);
-    spec_with(&s[1], 0, NULL, NULL);     /* no downstream */
+    spec_with(&s[1], 0, NULL, NULL); /* no downstream */
     spec_with(&s[2], 0, "db", NULL);
     spec_with(&s[3], 0, "edge", NULL);
     spec_with(&s[4], 0, "other", "db"); /* ties other to db */
@@ -198,8 +198,8 @@ static void test_who_takes_a_share(void **state)
     no_in.no_scale_in = true;
     assert_true(ms__budget_takes_share(false, false, &none, 2, 6));
     assert_true(ms__budget_takes_share(false, false, &none, 2, 2)); /* a hold: its reservation */
-    assert_false(ms__budget_takes_share(true, false, &none, 2, 6));  /* spec.dryRun */
-    assert_false(ms__budget_takes_share(false, true, &none, 2, 6));  /* a conflict */
+    assert_false(ms__budget_takes_share(true, false, &none, 2, 6)); /* spec.dryRun */
+    assert_false(ms__budget_takes_share(false, true, &none, 2, 6)); /* a conflict */
     assert_false(ms__budget_takes_share(false, false, &paused, 2, 6));
     assert_false(ms__budget_takes_share(false, false, &held, 2, 6));
     assert_false(ms__budget_takes_share(false, false, &no_out, 2, 6)); /* scale-out cancelled */

@@ -25,9 +25,9 @@ static bool check(const char *json, bool is_hpa, char *who, size_t cap)
     return r;
 }
 
-#define OBJ(ns, name, av, kind, target, extra)                                                    \
-    "{\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name "\"},\"spec\":{" extra            \
-    "\"scaleTargetRef\":{\"apiVersion\":\"" av "\",\"kind\":\"" kind "\",\"name\":\"" target      \
+#define OBJ(ns, name, av, kind, target, extra)                                                     \
+    "{\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name "\"},\"spec\":{" extra              \
+    "\"scaleTargetRef\":{\"apiVersion\":\"" av "\",\"kind\":\"" kind "\",\"name\":\"" target       \
     "\"}}}"
 
 static void test_hpa_on_same_deployment(void **state)
@@ -35,11 +35,12 @@ static void test_hpa_on_same_deployment(void **state)
     char who[128] = "";
 
     (void)state;
-    assert_true(check(OBJ("shop", "api", "apps/v1", "Deployment", "api", ""), true, who, sizeof who));
+    assert_true(
+        check(OBJ("shop", "api", "apps/v1", "Deployment", "api", ""), true, who, sizeof who));
     assert_string_equal(who, "HorizontalPodAutoscaler shop/api");
     /* another version of the same group names the same object */
-    assert_true(check(OBJ("shop", "x", "apps/v1beta2", "Deployment", "api", ""), true, who,
-                      sizeof who));
+    assert_true(
+        check(OBJ("shop", "x", "apps/v1beta2", "Deployment", "api", ""), true, who, sizeof who));
 }
 
 static void test_no_conflict_elsewhere(void **state)
@@ -47,9 +48,12 @@ static void test_no_conflict_elsewhere(void **state)
     char who[128] = "";
 
     (void)state;
-    assert_false(check(OBJ("other", "api", "apps/v1", "Deployment", "api", ""), true, who, sizeof who));
-    assert_false(check(OBJ("shop", "api", "apps/v1", "StatefulSet", "api", ""), true, who, sizeof who));
-    assert_false(check(OBJ("shop", "api", "apps/v1", "Deployment", "web", ""), true, who, sizeof who));
+    assert_false(
+        check(OBJ("other", "api", "apps/v1", "Deployment", "api", ""), true, who, sizeof who));
+    assert_false(
+        check(OBJ("shop", "api", "apps/v1", "StatefulSet", "api", ""), true, who, sizeof who));
+    assert_false(
+        check(OBJ("shop", "api", "apps/v1", "Deployment", "web", ""), true, who, sizeof who));
     assert_false(check(OBJ("shop", "api", "argoproj.io/v1alpha1", "Deployment", "api", ""), true,
                        who, sizeof who));
     assert_false(check("{\"metadata\":{\"namespace\":\"shop\",\"name\":\"x\"},\"spec\":{}}", true,
@@ -61,12 +65,12 @@ static void test_other_meshautoscalers(void **state)
     char who[128] = "";
 
     (void)state;
-    assert_true(check(OBJ("shop", "second", "apps/v1", "Deployment", "api", ""), false, who,
-                      sizeof who));
+    assert_true(
+        check(OBJ("shop", "second", "apps/v1", "Deployment", "api", ""), false, who, sizeof who));
     assert_string_equal(who, "MeshAutoscaler shop/second");
     /* never itself */
-    assert_false(check(OBJ("shop", "api-mas", "apps/v1", "Deployment", "api", ""), false, who,
-                       sizeof who));
+    assert_false(
+        check(OBJ("shop", "api-mas", "apps/v1", "Deployment", "api", ""), false, who, sizeof who));
     /* a dry-run one runs beside it */
     assert_false(check(OBJ("shop", "shadow", "apps/v1", "Deployment", "api", "\"dryRun\":true,"),
                        false, who, sizeof who));

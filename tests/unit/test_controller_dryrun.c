@@ -178,9 +178,15 @@ static void test_beside_an_hpa(void **state)
     assert_string_equal(cJSON_GetObjectItem(hpa, "name")->valuestring, "shop/api-server");
     assert_int_equal(cJSON_GetObjectItem(hpa, "desiredReplicas")->valueint, 5);
     /* the HPA's own reading, as it wrote it */
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-                         cJSON_GetArrayItem(cJSON_GetObjectItem(hpa, "currentMetrics"), 0),
-                         "resource"), "current"), "averageUtilization")->valueint, 41);
+    assert_int_equal(
+        cJSON_GetObjectItem(
+            cJSON_GetObjectItem(
+                cJSON_GetObjectItem(
+                    cJSON_GetArrayItem(cJSON_GetObjectItem(hpa, "currentMetrics"), 0), "resource"),
+                "current"),
+            "averageUtilization")
+            ->valueint,
+        41);
     cJSON_Delete(o);
     ms_buf_cleanup(&out);
     r.hpa_desired = -1;
@@ -191,7 +197,8 @@ static void test_beside_an_hpa(void **state)
     ms_buf_init(&out, 1 << 16);
     assert_int_equal(ms_dryrun_format(MS_DRYRUN_JSON, &r, &out), MS_OK);
     o = cJSON_Parse(out.data);
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "hpa"), "desiredReplicas")));
+    assert_true(
+        cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "hpa"), "desiredReplicas")));
     cJSON_Delete(o);
     cJSON_Delete(cpu);
     ms_buf_cleanup(&out);
@@ -243,15 +250,16 @@ static void test_json_line_has_decide_fields(void **state)
     assert_null(strchr(out.data, '\n'));
     o = cJSON_Parse(out.data);
     assert_non_null(o);
-    const char *keys[] = {"time", "currentReplicas", "desiredReplicas", "recommendation",
-                          "stabilized", "reason", "metrics", "state", "message",
-                          "namespace", "name", "target", "timestamp"};
+    const char *keys[] = {
+        "time",   "currentReplicas", "desiredReplicas", "recommendation", "stabilized",
+        "reason", "metrics",         "state",           "message",        "namespace",
+        "name",   "target",          "timestamp"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         assert_non_null(cJSON_GetObjectItemCaseSensitive(o, keys[i]));
     assert_string_equal(cJSON_GetObjectItem(o, "target")->valuestring, "Deployment/api-server");
     assert_int_equal(cJSON_GetObjectItem(o, "desiredReplicas")->valueint, 8);
-    assert_true(cJSON_IsNull(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metrics"), "rps"), "value")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metrics"), "rps"), "value")));
     assert_null(cJSON_GetObjectItem(o, "appliedReplicas"));
     cJSON_Delete(o);
     ms_buf_cleanup(&out);

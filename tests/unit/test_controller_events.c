@@ -43,14 +43,16 @@ static ms_err_t sink_send(void *ctx, const ms_kube_object_ref_t *ref, const char
     while (!s->released)
         pthread_cond_wait(&s->cond, &s->lock);
     if (s->n < 8)
-        snprintf(s->sent[s->n++], sizeof s->sent[0], "%s %s %d %s", ref->name, reason, count, message);
+        snprintf(s->sent[s->n++], sizeof s->sent[0], "%s %s %d %s", ref->name, reason, count,
+                 message);
     pthread_mutex_unlock(&s->lock);
     return MS_OK;
 }
 
 static void push(ms__event_queue_t *q, const char *name, const char *reason, const char *message)
 {
-    ms_kube_object_ref_t ref = {"autoscaling.meshscaler.io/v1alpha1", "MeshAutoscaler", "shop", name, "u"};
+    ms_kube_object_ref_t ref = {"autoscaling.meshscaler.io/v1alpha1", "MeshAutoscaler", "shop",
+                                name, "u"};
 
     ms__event_queue_push(q, &ref, "Normal", reason, message, 1.0);
 }

@@ -165,8 +165,8 @@ static void test_every_flag_space_separated(void **state)
               "--sync-period", "1m30s", "--leader-elect", "--leader-election-id", "mesh-a",
               "--leader-election-namespace", "ops", "--metrics-bind-address", "127.0.0.1:9090",
               "--health-probe-bind-address", "[::1]:0", "--kube-api-qps", "12.5",
-              "--kube-api-burst", "30", "--log-format", "json", "--log-level", "debug",
-              "--dry-run", "--output", "json", "--concurrent-syncs", "16"),
+              "--kube-api-burst", "30", "--log-format", "json", "--log-level", "debug", "--dry-run",
+              "--output", "json", "--concurrent-syncs", "16"),
         MS_OK);
     assert_string_equal(err, "");
     assert_string_equal(o.kubeconfig, "/k/config");
@@ -202,17 +202,17 @@ static void test_every_flag_with_equals(void **state)
     char err[MS_ERRBUF_SIZE];
 
     (void)state;
-    assert_int_equal(
-        PARSE(&o, err, "--kubeconfig=/k", "--context=c", "--namespace=ns", URL,
-              "--prometheus-basic-auth-username=bob", "--prometheus-basic-auth-password-file=/pw",
-              "--prometheus-header=A: b=c", "--prometheus-ca-file=/ca",
-              "--prometheus-insecure-skip-verify=true", "--prometheus-timeout=500ms",
-              "--sync-period=1h", "--leader-elect=true", "--leader-election-id=x",
-              "--leader-election-namespace=y", "--metrics-bind-address=0",
-              "--health-probe-bind-address=:18081", "--kube-api-qps=-1", "--kube-api-burst=1",
-              "--log-format=text", "--log-level=warn", "--dry-run=true", "--output=table",
-              "--concurrent-syncs=1"),
-        MS_OK);
+    assert_int_equal(PARSE(&o, err, "--kubeconfig=/k", "--context=c", "--namespace=ns", URL,
+                           "--prometheus-basic-auth-username=bob",
+                           "--prometheus-basic-auth-password-file=/pw",
+                           "--prometheus-header=A: b=c", "--prometheus-ca-file=/ca",
+                           "--prometheus-insecure-skip-verify=true", "--prometheus-timeout=500ms",
+                           "--sync-period=1h", "--leader-elect=true", "--leader-election-id=x",
+                           "--leader-election-namespace=y", "--metrics-bind-address=0",
+                           "--health-probe-bind-address=:18081", "--kube-api-qps=-1",
+                           "--kube-api-burst=1", "--log-format=text", "--log-level=warn",
+                           "--dry-run=true", "--output=table", "--concurrent-syncs=1"),
+                     MS_OK);
     assert_string_equal(o.kubeconfig, "/k");
     assert_string_equal(o.context, "c");
     assert_string_equal(o.namespace_, "ns");
@@ -275,8 +275,8 @@ static void test_last_flag_wins_and_empty_namespace(void **state)
     char err[MS_ERRBUF_SIZE];
 
     (void)state;
-    assert_int_equal(PARSE(&o, err, URL, "--sync-period=5s", "--sync-period", "7s",
-                           "--namespace=a", "--namespace="),
+    assert_int_equal(PARSE(&o, err, URL, "--sync-period=5s", "--sync-period", "7s", "--namespace=a",
+                           "--namespace="),
                      MS_OK);
     assert_true(o.sync_period == 7);
     assert_null(o.namespace_); /* "" is every namespace again */
@@ -289,8 +289,7 @@ static void test_values_starting_with_dashes_need_equals(void **state)
     char err[MS_ERRBUF_SIZE];
 
     (void)state;
-    assert_int_equal(PARSE(&o, err, URL, "--leader-election-id=--odd", "--context", "-x"),
-                     MS_OK);
+    assert_int_equal(PARSE(&o, err, URL, "--leader-election-id=--odd", "--context", "-x"), MS_OK);
     assert_string_equal(o.leader_election_id, "--odd");
     assert_string_equal(o.context, "-x");
     ms_controller_options_cleanup(&o);
@@ -313,15 +312,34 @@ static void test_help(void **state)
     assert_true(o.help);
     ms_controller_options_cleanup(&o);
     assert_non_null(strstr(h, "Usage: meshscaler controller"));
-    static const char *const flags[] = {
-        "--kubeconfig", "--context", "--namespace", "--kube-api-qps", "--kube-api-burst",
-        "--prometheus-url", "--prometheus-bearer-token-file", "--prometheus-basic-auth-username",
-        "--prometheus-basic-auth-password-file", "--prometheus-header", "--prometheus-ca-file",
-        "--prometheus-insecure-skip-verify", "--prometheus-timeout", "--sync-period",
-        "--concurrent-syncs", "--dry-run", "--output", "--leader-elect", "--leader-election-id",
-        "--leader-election-namespace", "--metrics-bind-address", "--health-probe-bind-address",
-        "--log-format", "--log-level", "--config", "syncPeriod", "prometheusHeaders",
-        "healthProbeBindAddress"};
+    static const char *const flags[] = {"--kubeconfig",
+                                        "--context",
+                                        "--namespace",
+                                        "--kube-api-qps",
+                                        "--kube-api-burst",
+                                        "--prometheus-url",
+                                        "--prometheus-bearer-token-file",
+                                        "--prometheus-basic-auth-username",
+                                        "--prometheus-basic-auth-password-file",
+                                        "--prometheus-header",
+                                        "--prometheus-ca-file",
+                                        "--prometheus-insecure-skip-verify",
+                                        "--prometheus-timeout",
+                                        "--sync-period",
+                                        "--concurrent-syncs",
+                                        "--dry-run",
+                                        "--output",
+                                        "--leader-elect",
+                                        "--leader-election-id",
+                                        "--leader-election-namespace",
+                                        "--metrics-bind-address",
+                                        "--health-probe-bind-address",
+                                        "--log-format",
+                                        "--log-level",
+                                        "--config",
+                                        "syncPeriod",
+                                        "prometheusHeaders",
+                                        "healthProbeBindAddress"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         assert_non_null(strstr(h, flags[i]));
     assert_int_equal(h[strlen(h) - 1], '\n');
@@ -342,12 +360,23 @@ static void test_durations_like_go(void **state)
         const char *text;
         double want;
     } ok[] = {
-        {"0", 0},       {"15s", 15},        {"500ms", 0.5},   {"1m30s", 90}, {"1h", 3600},
-        {"1.5h", 5400}, {"2h45m", 9900},    {".5s", 0.5},     {"1.s", 1},    {"+5s", 5},
-        {"1000us", 1e-3}, {"1000\xc2\xb5s", 1e-3}, {"2000000ns", 2e-3}, {"1h1m1s1ms", 3661.001},
+        {"0", 0},
+        {"15s", 15},
+        {"500ms", 0.5},
+        {"1m30s", 90},
+        {"1h", 3600},
+        {"1.5h", 5400},
+        {"2h45m", 9900},
+        {".5s", 0.5},
+        {"1.s", 1},
+        {"+5s", 5},
+        {"1000us", 1e-3},
+        {"1000\xc2\xb5s", 1e-3},
+        {"2000000ns", 2e-3},
+        {"1h1m1s1ms", 3661.001},
     };
-    static const char *const bad[] = {"", "15", "15x", "s", "-5s", "1.5", "5 s", " 5s", "5s ",
-                                      "1d", "..5s", "5S", "+", "0s0", "1e3s"};
+    static const char *const bad[] = {"",    "15", "15x",  "s",  "-5s", "1.5", "5 s", " 5s",
+                                      "5s ", "1d", "..5s", "5S", "+",   "0s0", "1e3s"};
     double d;
 
     (void)state;
@@ -390,8 +419,7 @@ static void test_flag_errors(void **state)
     EXPECT_ERROR("--concurrent-syncs: \"four\" is not an integer", URL, "--concurrent-syncs=four");
     EXPECT_ERROR("--concurrent-syncs: \"4.0\" is not an integer", URL, "--concurrent-syncs=4.0");
     EXPECT_ERROR("--concurrent-syncs: 0 is out of range (1..256)", URL, "--concurrent-syncs=0");
-    EXPECT_ERROR("--concurrent-syncs: 257 is out of range (1..256)", URL,
-                 "--concurrent-syncs=257");
+    EXPECT_ERROR("--concurrent-syncs: 257 is out of range (1..256)", URL, "--concurrent-syncs=257");
     EXPECT_ERROR("--concurrent-syncs: \"99999999999999999999\" is not an integer", URL,
                  "--concurrent-syncs=99999999999999999999");
     EXPECT_ERROR("--kube-api-burst: 0 is out of range (1..100000)", URL, "--kube-api-burst=0");
@@ -426,8 +454,8 @@ static void test_flag_errors(void **state)
                  "--metrics-bind-address=:70000");
     EXPECT_ERROR("--health-probe-bind-address: \"host:\" is not HOST:PORT, :PORT or 0 (off)", URL,
                  "--health-probe-bind-address=host:");
-    EXPECT_ERROR("--health-probe-bind-address: \"[::1:80\" is not HOST:PORT, :PORT or 0 (off)",
-                 URL, "--health-probe-bind-address=[::1:80");
+    EXPECT_ERROR("--health-probe-bind-address: \"[::1:80\" is not HOST:PORT, :PORT or 0 (off)", URL,
+                 "--health-probe-bind-address=[::1:80");
     EXPECT_ERROR("--prometheus-header: \"NoColon\" is not a header \"Name: value\"", URL,
                  "--prometheus-header=NoColon");
     EXPECT_ERROR("--prometheus-header: \": v\" is not a header \"Name: value\"", URL,
@@ -562,8 +590,12 @@ static void test_flags_win_over_config(void **state)
 {
     ms_controller_options_t o;
     char err[MS_ERRBUF_SIZE];
-    const char *flags[] = {"--sync-period=5s", "--leader-elect=false",
-                           "--prometheus-header=X-Flag: 1", "--namespace", "flagged", NULL};
+    const char *flags[] = {"--sync-period=5s",
+                           "--leader-elect=false",
+                           "--prometheus-header=X-Flag: 1",
+                           "--namespace",
+                           "flagged",
+                           NULL};
 
     (void)state;
     assert_int_equal(parse_with_config(&o, err,
@@ -625,8 +657,9 @@ static void test_config_errors(void **state)
                         "config.yaml: leaderElect: \"yes\" is not a boolean (want true or false)");
     EXPECT_CONFIG_ERROR("concurrentSyncs: 0\n",
                         "config.yaml: concurrentSyncs: 0 is out of range (1..256)");
-    EXPECT_CONFIG_ERROR("logLevel: verbose\n",
-                        "config.yaml: logLevel: \"verbose\" is not one of error, warn, info, debug");
+    EXPECT_CONFIG_ERROR(
+        "logLevel: verbose\n",
+        "config.yaml: logLevel: \"verbose\" is not one of error, warn, info, debug");
     EXPECT_CONFIG_ERROR("sync-period: 15s\n",
                         "config.yaml: sync-period: unknown key (see meshscaler controller --help)");
     EXPECT_CONFIG_ERROR("config: other.yaml\n",
@@ -678,7 +711,8 @@ static void test_config_missing_file(void **state)
 
     (void)state;
     assert_int_equal(PARSE(&o, err, URL, "--config", "/nonexistent/meshscaler.yaml"), MS_ERR_IO);
-    assert_string_equal(err, "/nonexistent/meshscaler.yaml: cannot read: No such file or directory");
+    assert_string_equal(err,
+                        "/nonexistent/meshscaler.yaml: cannot read: No such file or directory");
     ms_controller_options_cleanup(&o);
     /* Syntax errors in the flags come first, before the file is read. */
     assert_int_equal(PARSE(&o, err, "--config", "/nonexistent/x.yaml", "--bogus"), MS_ERR_INVALID);

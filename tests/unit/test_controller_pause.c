@@ -65,9 +65,9 @@ static void test_unreadable_pause_counts_as_paused(void **state)
     char err[256] = "";
 
     (void)state;
-    assert_int_equal(parse("{\"autoscaling.meshscaler.io/paused\":\"yes please\"}", &p, err,
-                           sizeof err),
-                     MS_ERR_INVALID);
+    assert_int_equal(
+        parse("{\"autoscaling.meshscaler.io/paused\":\"yes please\"}", &p, err, sizeof err),
+        MS_ERR_INVALID);
     assert_true(p.paused);
     assert_non_null(strstr(err, "autoscaling.meshscaler.io/paused"));
 }
@@ -79,15 +79,13 @@ static void test_paused_replicas_holds(void **state)
     char err[256] = "";
 
     (void)state;
-    assert_int_equal(parse("{\"autoscaling.meshscaler.io/paused-replicas\":\"3\"}", &p, err,
-                           sizeof err),
-                     MS_OK);
+    assert_int_equal(
+        parse("{\"autoscaling.meshscaler.io/paused-replicas\":\"3\"}", &p, err, sizeof err), MS_OK);
     assert_true(p.has_replicas);
     assert_int_equal(ms_pause_apply(&p, 4, &desired), MS_PAUSE_HELD);
     assert_int_equal(desired, 3);
-    assert_int_equal(parse("{\"autoscaling.meshscaler.io/paused-replicas\":\"0\"}", &p, err,
-                           sizeof err),
-                     MS_OK);
+    assert_int_equal(
+        parse("{\"autoscaling.meshscaler.io/paused-replicas\":\"0\"}", &p, err, sizeof err), MS_OK);
     assert_int_equal(p.replicas, 0);
     const char *bad[] = {"-1", "3x", "", " 3", "99999999999", "1e3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -131,9 +129,9 @@ static void test_one_direction(void **state)
     char err[256] = "";
 
     (void)state;
-    assert_int_equal(parse("{\"autoscaling.meshscaler.io/paused-scale-in\":\"true\"}", &p, err,
-                           sizeof err),
-                     MS_OK);
+    assert_int_equal(
+        parse("{\"autoscaling.meshscaler.io/paused-scale-in\":\"true\"}", &p, err, sizeof err),
+        MS_OK);
     desired = 2;
     assert_int_equal(ms_pause_apply(&p, 5, &desired), MS_PAUSE_SCALE_IN);
     assert_int_equal(desired, 5);
@@ -141,9 +139,9 @@ static void test_one_direction(void **state)
     assert_int_equal(ms_pause_apply(&p, 5, &desired), MS_PAUSE_NONE);
     assert_int_equal(desired, 8);
 
-    assert_int_equal(parse("{\"autoscaling.meshscaler.io/paused-scale-out\":\"true\"}", &p, err,
-                           sizeof err),
-                     MS_OK);
+    assert_int_equal(
+        parse("{\"autoscaling.meshscaler.io/paused-scale-out\":\"true\"}", &p, err, sizeof err),
+        MS_OK);
     desired = 8;
     assert_int_equal(ms_pause_apply(&p, 5, &desired), MS_PAUSE_SCALE_OUT);
     assert_int_equal(desired, 5);

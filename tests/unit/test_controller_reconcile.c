@@ -32,14 +32,14 @@ static void parse_spec(const char *json, ms_spec_t *spec)
 }
 
 #define SPEC_HEAD                                                                                  \
-    "{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"api\"},"  \
+    "{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"api\"},"   \
     "\"maxReplicas\":10,\"metrics\":["
 
 static void test_next_sync_is_aligned(void **state)
 {
     (void)state;
     /* due at the next multiple of the period */
-    assert_true(fabs(ms__next_sync_delay(15, 1000.0) - 5.0) < 1e-9);   /* 1005 = 67 * 15 */
+    assert_true(fabs(ms__next_sync_delay(15, 1000.0) - 5.0) < 1e-9); /* 1005 = 67 * 15 */
     assert_true(fabs(ms__next_sync_delay(15, 1001.0) - 4.0) < 1e-9);
     /* closer than a fifth of a period: the one after */
     assert_true(fabs(ms__next_sync_delay(15, 1004.5) - 15.5) < 1e-9);
@@ -92,12 +92,15 @@ static void test_status_only_updates_sync_nothing(void **state)
         /* new, old, "1": syncs nothing */
         {"{\"metadata\":{\"generation\":1,\"resourceVersion\":\"2\"},\"status\":{\"x\":1}}",
          "{\"metadata\":{\"generation\":1,\"resourceVersion\":\"1\"}}", "1"},
-        {"{\"metadata\":{\"generation\":1,\"annotations\":{}}}", "{\"metadata\":{\"generation\":1}}", "1"},
+        {"{\"metadata\":{\"generation\":1,\"annotations\":{}}}",
+         "{\"metadata\":{\"generation\":1}}", "1"},
         {"{\"metadata\":{\"generation\":3,\"annotations\":{\"a\":\"1\"}}}",
          "{\"metadata\":{\"generation\":3,\"annotations\":{\"a\":\"1\"}}}", "1"},
         {"{\"metadata\":{\"generation\":2}}", "{\"metadata\":{\"generation\":1}}", "0"},
-        {"{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}", "{\"metadata\":{\"generation\":1}}", "0"},
-        {"{\"metadata\":{\"generation\":1}}", "{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}", "0"},
+        {"{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}",
+         "{\"metadata\":{\"generation\":1}}", "0"},
+        {"{\"metadata\":{\"generation\":1}}",
+         "{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}", "0"},
         {"{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"2\"}}}",
          "{\"metadata\":{\"generation\":1,\"annotations\":{\"a\":\"1\"}}}", "0"},
     };
@@ -124,8 +127,9 @@ static void test_only_applied_scales_are_events(void **state)
     ms_decision_t d;
 
     (void)state;
-    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
-                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}]}",
+    parse_spec(SPEC_HEAD
+               "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+               "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}]}",
                &spec);
     ms_engine_memory_init(&mem);
     ms_observation_init(&obs);
@@ -157,8 +161,9 @@ static void test_pods_only_when_needed(void **state)
     ms_spec_t spec;
 
     (void)state;
-    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
-                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}]}",
+    parse_spec(SPEC_HEAD
+               "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+               "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}]}",
                &spec);
     assert_false(ms__spec_needs_pods(&spec));
     ms_spec_cleanup(&spec);
@@ -182,18 +187,20 @@ static void test_pods_only_when_needed(void **state)
     assert_true(ms__spec_needs_pods(&spec));
     ms_spec_cleanup(&spec);
     /* AverageValue, but a saturation correction: when pods turned Ready */
-    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
-                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}],"
-                         "\"guardrails\":{\"saturation\":[{\"metric\":\"rps\",\"rejectedQuery\":"
-                         "\"sum(rate(r[5s]))\",\"admittedQuery\":\"sum(rate(a[5s]))\"}]}}",
+    parse_spec(SPEC_HEAD
+               "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+               "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}],"
+               "\"guardrails\":{\"saturation\":[{\"metric\":\"rps\",\"rejectedQuery\":"
+               "\"sum(rate(r[5s]))\",\"admittedQuery\":\"sum(rate(a[5s]))\"}]}}",
                &spec);
     assert_true(ms__spec_needs_pods(&spec));
     ms_spec_cleanup(&spec);
     /* AverageValue, but a downstream guardrail: its running pods (step 7) */
-    parse_spec(SPEC_HEAD "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
-                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}],"
-                         "\"guardrails\":{\"downstream\":[{\"name\":\"edge\",\"usageQuery\":\"u\","
-                         "\"limit\":200,\"perReplica\":25}]}}",
+    parse_spec(SPEC_HEAD
+               "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+               "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"50\"}}],"
+               "\"guardrails\":{\"downstream\":[{\"name\":\"edge\",\"usageQuery\":\"u\","
+               "\"limit\":200,\"perReplica\":25}]}}",
                &spec);
     assert_true(ms__spec_needs_pods(&spec));
     ms_spec_cleanup(&spec);
@@ -212,11 +219,12 @@ static void test_decision_ready(void **state)
                          "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
                          "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}",
                &concurrency);
-    parse_spec(SPEC_HEAD "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
-                         "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
-                         "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}},"
-                         "{\"name\":\"cpu\",\"type\":\"SidecarCPU\",\"sidecarCPU\":{\"container\":\"p\"},"
-                         "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}",
+    parse_spec(SPEC_HEAD
+               "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
+               "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
+               "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}},"
+               "{\"name\":\"cpu\",\"type\":\"SidecarCPU\",\"sidecarCPU\":{\"container\":\"p\"},"
+               "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}",
                &mixed);
     /* Nothing reported: the Ready count; none Ready or not counted: current. */
     assert_int_equal(ms__decision_ready(&concurrency, pods, true, 2, 7), 2);
@@ -297,11 +305,12 @@ static void index_pod_phase(ms__pod_index_t *x, const char *name, const char *ph
 {
     char json[512];
 
-    snprintf(json, sizeof json,
-             "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"labels\":{\"app\":\"api\"}%s},"
-             "\"status\":{\"phase\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
-             name, deleting ? ",\"deletionTimestamp\":\"2026-12-01T10:00:00Z\"" : "", phase,
-             ready ? "True" : "False");
+    snprintf(
+        json, sizeof json,
+        "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"labels\":{\"app\":\"api\"}%s},"
+        "\"status\":{\"phase\":\"%s\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+        name, deleting ? ",\"deletionTimestamp\":\"2026-12-01T10:00:00Z\"" : "", phase,
+        ready ? "True" : "False");
     index_json(x, json);
 }
 
@@ -347,8 +356,8 @@ static void test_pod_index_counts_settling_pods(void **state)
     (void)state;
     assert_true(ms_time_parse_rfc3339("2026-12-01T10:00:00Z", &t0));
     assert_int_equal(ms_label_selector_parse("app=api", &sel, err, sizeof err), MS_OK);
-    index_pod(x, "a", "True", "2026-12-01T09:00:00Z");  /* an hour ago */
-    index_pod(x, "b", "True", "2026-12-01T10:00:03Z");  /* just now */
+    index_pod(x, "a", "True", "2026-12-01T09:00:00Z"); /* an hour ago */
+    index_pod(x, "b", "True", "2026-12-01T10:00:03Z"); /* just now */
     index_pod(x, "c", "True", "2026-12-01T10:00:05Z");
     index_pod(x, "d", "False", "2026-12-01T10:00:05Z"); /* not Ready */
     index_pod(x, "e", "True", NULL);                    /* no time */
@@ -384,9 +393,9 @@ static void test_settling_count_is_refreshed(void **state)
 }
 
 #define LAB_SPEC                                                                                   \
-    "{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\"}," \
-    "\"minReplicas\":2,\"maxReplicas\":16,\"metrics\":[{\"name\":\"sidecar\","                   \
-    "\"type\":\"SidecarConcurrency\",\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"           \
+    "{\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"web\"},"   \
+    "\"minReplicas\":2,\"maxReplicas\":16,\"metrics\":[{\"name\":\"sidecar\","                     \
+    "\"type\":\"SidecarConcurrency\",\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"              \
     "\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}]}"
 
 /* One decision as the reconciler makes it: ready from the reporting pods,
@@ -474,11 +483,12 @@ static void test_settling_pods_average_value_and_others(void **state)
     char why[256];
 
     (void)state;
-    parse_spec(SPEC_HEAD "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
-                         "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
-                         "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"7\"}},"
-                         "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
-                         "\"target\":{\"type\":\"Value\",\"value\":\"50\"}}]}",
+    parse_spec(SPEC_HEAD
+               "{\"name\":\"s\",\"type\":\"SidecarConcurrency\","
+               "\"sidecarConcurrency\":{\"proxy\":\"haproxy\"},"
+               "\"target\":{\"type\":\"AverageValue\",\"averageValue\":\"7\"}},"
+               "{\"name\":\"rps\",\"type\":\"Prometheus\",\"prometheus\":{\"query\":\"x\"},"
+               "\"target\":{\"type\":\"Value\",\"value\":\"50\"}}]}",
                &spec);
     ms_observation_init(&obs);
     obs.metrics[0] = (ms_sample_t){true, 93};

@@ -45,7 +45,8 @@ static void test_waits_behind_decisions_coalesced(void **state)
 
     assert_true(ms__status_writer_push(w, "shop", "api", patch(3)));
     assert_true(ms__status_writer_push(w, "shop", "api", patch(4)));
-    assert_true(ms__status_writer_push(w, "shop", "api", patch(5))); /* replaces 4, which replaced 3 */
+    assert_true(
+        ms__status_writer_push(w, "shop", "api", patch(5))); /* replaces 4, which replaced 3 */
     assert_true(ms__status_writer_push(w, "shop", "web", patch(2)));
     assert_int_equal(ms__status_writer_pending(w), 2);
     /* Behind the decision: nothing written for a while (the writers yield up to 2 s). */
@@ -193,7 +194,8 @@ static void test_status_waits_behind_scale_writes(void **state)
     c->queue = ms_workqueue_new(NULL);
     ms__objects_init(&c->objects);
     c->scale_writer = ms__scale_writer_new(c, 0, 4);
-    assert_true(ms__scale_writer_push(c->scale_writer, decided(add_object(c, "shop/api"), round, 3)));
+    assert_true(
+        ms__scale_writer_push(c->scale_writer, decided(add_object(c, "shop/api"), round, 3)));
     sw = ms__status_writer_new(c, 2, 4);
     assert_true(ms__status_writer_push(sw, "shop", "web", patch(2)));
     ms_clock_sleep(0.5);
@@ -217,7 +219,7 @@ static void test_status_waits_behind_scale_writes(void **state)
 
 typedef struct {
     atomic_int written, replaced, unwritten;
-    double slow;           /* seconds each write takes */
+    double slow; /* seconds each write takes */
 } pool_counts_t;
 
 static void count_write(void *ctx, void *val)

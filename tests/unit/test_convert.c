@@ -142,7 +142,10 @@ static void yaml_nul_escapes_are_refused(void **state)
 
 /* ---- conversion ---- */
 
-static char *read_fixture(const char *name, size_t *len) { return read_fixture_file(FIXTURES, name, len); }
+static char *read_fixture(const char *name, size_t *len)
+{
+    return read_fixture_file(FIXTURES, name, len);
+}
 
 /* Every MeshAutoscaler in text passes the spec reader the controller uses. */
 static void assert_valid_meshautoscalers(const char *text, size_t len, int want_docs)
@@ -173,8 +176,8 @@ static void assert_valid_meshautoscalers(const char *text, size_t len, int want_
 static const ms_convert_mapping_t test_map[] = {
     {"http_requests_per_second",
      "sum(rate(http_requests_total{namespace=\"{{namespace}}\",pod=~\"{{podRegex}}\"}[1m]))"},
-    {"requests_per_second",
-     "sum(rate(nginx_ingress_controller_requests{namespace=\"{{namespace}}\",ingress=\"search\"}[1m]))"},
+    {"requests_per_second", "sum(rate(nginx_ingress_controller_requests{namespace=\"{{namespace}}"
+                            "\",ingress=\"search\"}[1m]))"},
 };
 
 typedef struct {
@@ -188,19 +191,31 @@ static const char *const linkerd_pod[] = {"app", "linkerd-proxy"};
 
 static const golden_case_t golden_cases[] = {
     {"v1-defaults.yaml", "v1-defaults.golden.yaml", {.proxy = MS_CONVERT_PROXY_ENVOY}, 1, ""},
-    {"v2-resources-behavior.yaml", "v2-resources-behavior.golden.yaml",
-     {.proxy = MS_CONVERT_PROXY_ENVOY, .keep_app_cpu = true}, 1, ""},
-    {"v2beta2-mixed.yaml", "v2beta2-mixed.golden.yaml",
-     {.proxy = MS_CONVERT_PROXY_HAPROXY, .map = test_map, .nmap = 2}, 1,
+    {"v2-resources-behavior.yaml",
+     "v2-resources-behavior.golden.yaml",
+     {.proxy = MS_CONVERT_PROXY_ENVOY, .keep_app_cpu = true},
+     1,
+     ""},
+    {"v2beta2-mixed.yaml",
+     "v2beta2-mixed.golden.yaml",
+     {.proxy = MS_CONVERT_PROXY_HAPROXY, .map = test_map, .nmap = 2},
+     1,
      "shop/orders: External queue_messages_ready, averageValue 30 not converted: add "
      "\"queue_messages_ready\" to the --metric-map file (metric name: PromQL template)\n"},
-    {"v2beta1-object.yaml", "v2beta1-object.golden.yaml",
-     {.proxy = MS_CONVERT_PROXY_LINKERD, .concurrency_limit = 250, .keep_app_cpu = true,
-      .map = test_map, .nmap = 2},
-     1, ""},
+    {"v2beta1-object.yaml",
+     "v2beta1-object.golden.yaml",
+     {.proxy = MS_CONVERT_PROXY_LINKERD,
+      .concurrency_limit = 250,
+      .keep_app_cpu = true,
+      .map = test_map,
+      .nmap = 2},
+     1,
+     ""},
     /* What --proxy linkerd writes, auto finds from a live pod template. */
-    {"list-two.yaml", "list-two.golden.yaml",
-     {.proxy = MS_CONVERT_PROXY_AUTO, .containers = linkerd_pod, .ncontainers = 2}, 2,
+    {"list-two.yaml",
+     "list-two.golden.yaml",
+     {.proxy = MS_CONVERT_PROXY_AUTO, .containers = linkerd_pod, .ncontainers = 2},
+     2,
      "shop/cart: warning: Linkerd exports no in-flight limit; set sidecarConcurrency.limit "
      "(--concurrency-limit N)\n"
      "shop/web: warning: Linkerd exports no in-flight limit; set sidecarConcurrency.limit "
@@ -221,8 +236,7 @@ static void conversions_match_their_golden_files(void **state)
 
         ms_buf_init(&out, 1u << 20);
         ms_buf_init(&report, 1u << 20);
-        err = ms_convert_text(c->input, in, in_len, &c->opts, &out, &report, errbuf,
-                              sizeof errbuf);
+        err = ms_convert_text(c->input, in, in_len, &c->opts, &out, &report, errbuf, sizeof errbuf);
         if (err != MS_OK)
             fail_msg("%s: %s", c->input, errbuf);
         assert_non_null(out.data);
@@ -263,7 +277,8 @@ static void invalid_hpas_are_refused_with_their_path(void **state)
          "in.yaml: apiVersion: unknown value \"autoscaling/v3\" (want one of autoscaling/v1, "
          "autoscaling/v2beta1, autoscaling/v2beta2, autoscaling/v2)"},
         {HPA_HEAD "spec: {" REF "}\n", "in.yaml: spec.maxReplicas: required"},
-        {HPA_HEAD "spec: {" REF ", maxReplicas: 0}\n", "in.yaml: spec.maxReplicas: must be at least 1"},
+        {HPA_HEAD "spec: {" REF ", maxReplicas: 0}\n",
+         "in.yaml: spec.maxReplicas: must be at least 1"},
         {HPA_HEAD "spec: {" REF ", minReplicas: 0, maxReplicas: 3}\n",
          "in.yaml: spec.minReplicas: must be at least 1"},
         {HPA_HEAD "spec: {" REF ", minReplicas: 5, maxReplicas: 3}\n",
@@ -363,8 +378,7 @@ static void auto_finds_the_proxy_in_the_pod_template(void **state)
  * proxy's names are reserved; past 16 metrics the rest are reported. */
 static void mapped_metric_names_are_valid_and_unique(void **state)
 {
-    static const ms_convert_mapping_t map[] = {{"sidecar-cpu", "q1"}, {"_x/y", "q2"},
-                                               {"n", "q3"}};
+    static const ms_convert_mapping_t map[] = {{"sidecar-cpu", "q1"}, {"_x/y", "q2"}, {"n", "q3"}};
     ms_convert_options_t o = {.proxy = MS_CONVERT_PROXY_ENVOY, .map = map, .nmap = 3};
     char errbuf[MS_ERRBUF_SIZE];
     ms_buf_t out;
@@ -405,9 +419,8 @@ static void metric_map_files_are_read_and_checked(void **state)
     const char *good = "a: 'sum(x)'\n\"b.c\": \"rate(y[1m])\"\n";
     (void)state;
 
-    assert_int_equal(ms_convert_map_parse(good, strlen(good), &tree, &map, &n, errbuf,
-                                          sizeof errbuf),
-                     MS_OK);
+    assert_int_equal(
+        ms_convert_map_parse(good, strlen(good), &tree, &map, &n, errbuf, sizeof errbuf), MS_OK);
     assert_int_equal(n, 2);
     assert_string_equal(map[1].metric, "b.c");
     assert_string_equal(map[1].query, "rate(y[1m])");
@@ -416,9 +429,9 @@ static void metric_map_files_are_read_and_checked(void **state)
     assert_int_equal(ms_convert_map_parse("a: 3\n", 5, &tree, &map, &n, errbuf, sizeof errbuf),
                      MS_ERR_INVALID);
     assert_string_equal(errbuf, "a: not a PromQL template (a non-empty string)");
-    assert_int_equal(ms_convert_map_parse("a: x\na: y\n", 10, &tree, &map, &n, errbuf,
-                                          sizeof errbuf),
-                     MS_ERR_INVALID);
+    assert_int_equal(
+        ms_convert_map_parse("a: x\na: y\n", 10, &tree, &map, &n, errbuf, sizeof errbuf),
+        MS_ERR_INVALID);
     assert_non_null(strstr(errbuf, "a"));
     assert_int_equal(ms_convert_map_parse("- a\n", 4, &tree, &map, &n, errbuf, sizeof errbuf),
                      MS_ERR_INVALID);
@@ -434,11 +447,13 @@ static void comments_stay_ascii(void **state)
     ms_buf_t out;
     (void)state;
 
-    snprintf(text, sizeof text,
-             HPA_HEAD "spec: {" REF ", maxReplicas: 3, metrics: [{type: Resource, resource: {name: "
-                      "cpu, target: {type: Utilization, averageUtilization: 50}}}, {type: External, "
-                      "external: {metric: {name: \"%s\"}, target: {type: Value, value: 3}}}]}\n",
-             "q\u2028x" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\u00e9\u00e9\u00e9");
+    snprintf(
+        text, sizeof text,
+        HPA_HEAD "spec: {" REF ", maxReplicas: 3, metrics: [{type: Resource, resource: {name: "
+                 "cpu, target: {type: Utilization, averageUtilization: 50}}}, {type: External, "
+                 "external: {metric: {name: \"%s\"}, target: {type: Value, value: 3}}}]}\n",
+        "q\u2028x"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\u00e9\u00e9\u00e9");
     ms_buf_init(&out, 1u << 20);
     assert_int_equal(convert(text, NULL, &out, errbuf), MS_OK);
     assert_int_equal(ms_yaml_load_all(out.data, out.len, &docs, errbuf, sizeof errbuf), MS_OK);

@@ -114,9 +114,9 @@ static void assert_reason(const collector_t *c, size_t i, const char *want)
 
 /* One metric: in-flight requests against a 70% target. A value of 140 asks
  * twice the ready replicas, 20 asks 2/7 of them. */
-#define SPEC                                                                        \
-    "'spec': {'minReplicas': 1, 'maxReplicas': 40, 'metrics': [{'name': 'sidecar',"  \
-    " 'type': 'SidecarConcurrency', 'target': {'type': 'Utilization',"               \
+#define SPEC                                                                                       \
+    "'spec': {'minReplicas': 1, 'maxReplicas': 40, 'metrics': [{'name': 'sidecar',"                \
+    " 'type': 'SidecarConcurrency', 'target': {'type': 'Utilization',"                             \
     " 'averageUtilization': 70}}]}"
 
 /* ---- the closed loop and defaults of a tick ---- */
@@ -233,8 +233,7 @@ static void test_state_recommendation_replaces_the_initial_one(void **state)
     snprintf(text, sizeof text, "{%s,%s", SPEC, ticks);
     run_ok(text, &without);
     snprintf(text, sizeof text,
-             "{%s, 'state': {'recommendations': [{'time': -100, 'replicas': 10}]},%s", SPEC,
-             ticks);
+             "{%s, 'state': {'recommendations': [{'time': -100, 'replicas': 10}]},%s", SPEC, ticks);
     run_ok(text, &with);
     assert_true(field(&without, 1, "desiredReplicas") == 10);
     assert_true(field(&with, 1, "desiredReplicas") == 3);
@@ -265,7 +264,8 @@ static void test_state_scale_events_slow_a_scale_up(void **state)
 static void test_state_failures_bring_the_fallback_sooner(void **state)
 {
     collector_t with = {0}, without = {0};
-    const char *rest = " 'ticks': [{'time': 0, 'currentReplicas': 4, 'metrics': {'sidecar': null}}]}";
+    const char *rest =
+        " 'ticks': [{'time': 0, 'currentReplicas': 4, 'metrics': {'sidecar': null}}]}";
     const char *spec = "'spec': {'maxReplicas': 40, 'metrics': [{'name': 'sidecar',"
                        " 'type': 'SidecarConcurrency', 'target': {'type': 'Utilization',"
                        " 'averageUtilization': 70}}], 'fallback': {'replicas': 6}}";
@@ -395,13 +395,14 @@ static void test_text_format_is_one_readable_line_per_tick(void **state)
 
 /* An object of budget edge: sidecar at 70%, perReplica 25 of a 200-flow
  * table at 0.7 (140 flows). */
-#define ROUND_SPEC                                                                     \
-    "{'minReplicas': 1, 'maxReplicas': 20, 'metrics': [{'name': 'sidecar',"             \
-    " 'type': 'SidecarConcurrency', 'target': {'type': 'Utilization',"                  \
-    " 'averageUtilization': 70}}], 'guardrails': {'downstream': [{'name': 'edge',"      \
+#define ROUND_SPEC                                                                                 \
+    "{'minReplicas': 1, 'maxReplicas': 20, 'metrics': [{'name': 'sidecar',"                        \
+    " 'type': 'SidecarConcurrency', 'target': {'type': 'Utilization',"                             \
+    " 'averageUtilization': 70}}], 'guardrails': {'downstream': [{'name': 'edge',"                 \
     " 'limit': 200, 'perReplica': 25, 'budget': 'edge'}]}}"
-#define ROUND_TICK "{'currentReplicas': 2, 'metrics': {'sidecar': 300}," \
-                   " 'signals': {'downstream': {'edge': {'usage': 50}}}}"
+#define ROUND_TICK                                                                                 \
+    "{'currentReplicas': 2, 'metrics': {'sidecar': 300},"                                          \
+    " 'signals': {'downstream': {'edge': {'usage': 50}}}}"
 
 /* A string field of output line i, compared with want. */
 static void assert_key(const collector_t *c, size_t i, const char *want)
@@ -422,10 +423,12 @@ static void test_round_lines_in_key_order_whatever_the_input_order(void **state)
     static const char *const scenarios[] = {
         "{'objects': [{'key': 'shop/api', 'spec': " ROUND_SPEC "},"
         " {'key': 'shop/web', 'spec': " ROUND_SPEC "}],"
-        " 'ticks': [{'time': 0, 'objects': {'shop/api': " ROUND_TICK ", 'shop/web': " ROUND_TICK "}}]}",
+        " 'ticks': [{'time': 0, 'objects': {'shop/api': " ROUND_TICK ", 'shop/web': " ROUND_TICK
+        "}}]}",
         "{'objects': [{'key': 'shop/web', 'spec': " ROUND_SPEC "},"
         " {'key': 'shop/api', 'spec': " ROUND_SPEC "}],"
-        " 'ticks': [{'time': 0, 'objects': {'shop/web': " ROUND_TICK ", 'shop/api': " ROUND_TICK "}}]}",
+        " 'ticks': [{'time': 0, 'objects': {'shop/web': " ROUND_TICK ", 'shop/api': " ROUND_TICK
+        "}}]}",
     };
     (void)state;
 

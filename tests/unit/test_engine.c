@@ -384,11 +384,13 @@ static void partial_observation_is_explained(void **state)
     ms_engine_memory_init(&mem);
     d = decide(&s, &mem, obs_partial(10, 10, 20, 8)); /* v' = 36, asks 6 */
     ms_decision_explain(&s, &d, buf, sizeof buf);
-    assert_non_null(strstr(buf, "m 20 (8 of 10 pods reported, 36 with the rest counted busy) asks 6"));
+    assert_non_null(
+        strstr(buf, "m 20 (8 of 10 pods reported, 36 with the rest counted busy) asks 6"));
     ms_engine_memory_init(&mem);
     d = decide(&s, &mem, obs_partial(10, 10, 140, 8)); /* r = 2: v' = 112, r' = 1.6, asks 16 */
     ms_decision_explain(&s, &d, buf, sizeof buf);
-    assert_non_null(strstr(buf, "m 140 (8 of 10 pods reported, 112 with the rest counted idle) asks 16"));
+    assert_non_null(
+        strstr(buf, "m 140 (8 of 10 pods reported, 112 with the rest counted idle) asks 16"));
     ms_engine_memory_init(&mem);
     d = decide(&s, &mem, obs_partial(10, 10, 70, 8)); /* r = 1: nothing filled */
     ms_decision_explain(&s, &d, buf, sizeof buf);
@@ -863,9 +865,10 @@ static void downstream_caps_scale_out(void **state)
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
     s.ndownstreams = 2;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
-    s.downstreams[1] = (ms_downstream_spec_t){.name = "db", .per_replica = 10, .max_utilization = 0.5,
-                                              .has_limit = true, .limit = 200};
+    s.downstreams[0] =
+        (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
+    s.downstreams[1] = (ms_downstream_spec_t){
+        .name = "db", .per_replica = 10, .max_utilization = 0.5, .has_limit = true, .limit = 200};
     ms_engine_memory_init(&mem);
     o = obs_at(0, 8, 200); /* asks 23, rate allows 16 */
     o.downstreams[0].usage = (ms_sample_t){true, 12000};
@@ -890,7 +893,8 @@ static void downstream_never_scales_down(void **state)
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
     s.ndownstreams = 1;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 10, .max_utilization = 0.7};
+    s.downstreams[0] =
+        (ms_downstream_spec_t){.name = "lb", .per_replica = 10, .max_utilization = 0.7};
     ms_engine_memory_init(&mem);
     o = obs_at(0, 8, 140);
     o.downstreams[0].usage = (ms_sample_t){true, 19000}; /* already past 70% */
@@ -918,7 +922,8 @@ static void unobserved_downstream_does_not_cap(void **state)
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
     s.ndownstreams = 1;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 10, .max_utilization = 0.7};
+    s.downstreams[0] =
+        (ms_downstream_spec_t){.name = "lb", .per_replica = 10, .max_utilization = 0.7};
     ms_engine_memory_init(&mem);
     o = obs_at(0, 8, 140);
     o.downstreams[0].usage = (ms_sample_t){true, 19000}; /* no limit anywhere */
@@ -939,9 +944,10 @@ static ms_spec_t reserve_spec(void)
 
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
     s.ndownstreams = 2;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
-    s.downstreams[1] = (ms_downstream_spec_t){.name = "db", .per_replica = 10, .max_utilization = 0.5,
-                                              .has_limit = true, .limit = 200};
+    s.downstreams[0] =
+        (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
+    s.downstreams[1] = (ms_downstream_spec_t){
+        .name = "db", .per_replica = 10, .max_utilization = 0.5, .has_limit = true, .limit = 200};
     return s;
 }
 
@@ -976,7 +982,8 @@ static void downstream_reserves_per_replica_for_starting_pods(void **state)
     assert_int_equal(d.desired_replicas, 10);
     assert_int_equal(d.reason, MS_REASON_DownstreamLimit);
     ms_decision_explain(&s, &d, line, sizeof line);
-    assert_non_null(strstr(line, "downstream db allows only 10 (2 starting replicas reserve 20 flows)"));
+    assert_non_null(
+        strstr(line, "downstream db allows only 10 (2 starting replicas reserve 20 flows)"));
     ms_spec_cleanup(&s);
 }
 

@@ -31,8 +31,9 @@ static void reason_count_itself_is_unknown(void **state)
     assert_string_equal(ms_reason_name(MS_REASON__COUNT), "Unknown");
     assert_string_equal(ms_reason_sentence(MS_REASON__COUNT), "unknown reason");
     assert_string_equal(ms_reason_sentence((ms_reason_t)999), "unknown reason");
-    assert_string_equal(ms_reason_sentence(MS_REASON_DownstreamLimit),
-                        "scaling out further would push a downstream limit past its allowed utilization");
+    assert_string_equal(
+        ms_reason_sentence(MS_REASON_DownstreamLimit),
+        "scaling out further would push a downstream limit past its allowed utilization");
 }
 
 /* currentReplicas is a scale's spec.replicas, >= 0: -1 is refused even
@@ -788,7 +789,8 @@ static void explanation_says_idle_just_above_target(void **state)
     o = obs_partial(10, 10, 52.5, 8);
     d = decide_fresh(&s, o);
     ms_decision_explain(&s, &d, buf, sizeof buf);
-    assert_non_null(strstr(buf, "m 52.5 (8 of 10 pods reported, 42 with the rest counted idle) asks 10"));
+    assert_non_null(
+        strstr(buf, "m 52.5 (8 of 10 pods reported, 42 with the rest counted idle) asks 10"));
     ms_spec_cleanup(&s);
 }
 
@@ -804,9 +806,10 @@ static void explanation_reports_every_downstream(void **state)
     (void)state;
     spec_one(&s, MS_TARGET_UTILIZATION, 70, 1, 100);
     s.ndownstreams = 2;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
-    s.downstreams[1] = (ms_downstream_spec_t){.name = "db", .per_replica = 10, .max_utilization = 0.5,
-                                              .has_limit = true, .limit = 200};
+    s.downstreams[0] =
+        (ms_downstream_spec_t){.name = "lb", .per_replica = 400, .max_utilization = 0.7};
+    s.downstreams[1] = (ms_downstream_spec_t){
+        .name = "db", .per_replica = 10, .max_utilization = 0.5, .has_limit = true, .limit = 200};
     o = obs_at(0, 8, 140); /* asks 16 */
     o.downstreams[0].usage = (ms_sample_t){true, 13000};
     o.downstreams[0].limit = (ms_sample_t){true, 20000};
@@ -1012,21 +1015,23 @@ static void spec_validate_checks_every_rule(void **state)
 
     online_spec(&s);
     s.ndownstreams = 2;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .has_limit = true, .limit = 10,
-                                              .per_replica = 1, .max_utilization = 0.7};
+    s.downstreams[0] = (ms_downstream_spec_t){
+        .name = "lb", .has_limit = true, .limit = 10, .per_replica = 1, .max_utilization = 0.7};
     s.downstreams[0].usage_query = strdup("u");
-    s.downstreams[1] = (ms_downstream_spec_t){.name = "lb", .has_limit = true, .limit = 10,
-                                              .per_replica = 1, .max_utilization = 0.7};
+    s.downstreams[1] = (ms_downstream_spec_t){
+        .name = "lb", .has_limit = true, .limit = 10, .per_replica = 1, .max_utilization = 0.7};
     expect_invalid(&s, true, "spec.guardrails.downstream[1].name: duplicate name \"lb\"");
     online_spec(&s);
     s.ndownstreams = 1;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .per_replica = 1, .max_utilization = 0.7};
+    s.downstreams[0] =
+        (ms_downstream_spec_t){.name = "lb", .per_replica = 1, .max_utilization = 0.7};
     s.downstreams[0].usage_query = strdup("u");
-    expect_invalid(&s, false, "spec.guardrails.downstream[0]: one of limit or limitQuery is required");
+    expect_invalid(&s, false,
+                   "spec.guardrails.downstream[0]: one of limit or limitQuery is required");
     online_spec(&s);
     s.ndownstreams = 1;
-    s.downstreams[0] = (ms_downstream_spec_t){.name = "lb", .has_limit = true, .limit = 10,
-                                              .per_replica = 1, .max_utilization = 0.7};
+    s.downstreams[0] = (ms_downstream_spec_t){
+        .name = "lb", .has_limit = true, .limit = 10, .per_replica = 1, .max_utilization = 0.7};
     expect_invalid(&s, false, "spec.guardrails.downstream[0].usageQuery: required");
     online_spec(&s);
     s.retry_storm.enabled = true;

@@ -450,7 +450,8 @@ static void test_enum_with_many_long_names_stays_in_bounds(void **state)
     assert_int_equal(ms_json_enum(v, &p, names, 5, &index, errbuf, sizeof errbuf), MS_ERR_INVALID);
     assert_true(strlen(errbuf) < MS_ERRBUF_SIZE);
     /* The value is quoted to its first 40 characters. */
-    assert_non_null(strstr(errbuf, "x: unknown value \"nope-nope-nope-nope-nope-nope-nope-nope-\""));
+    assert_non_null(
+        strstr(errbuf, "x: unknown value \"nope-nope-nope-nope-nope-nope-nope-nope-\""));
     assert_int_equal(index, -1);
     cJSON_Delete(v);
 }

@@ -40,14 +40,16 @@ static void test_any_field_changes_the_key(void **state)
     key(base, sizeof base, "api", "u1", "SuccessfulRescale", "New size: 8");
     key(other, sizeof other, "api", "u1", "SuccessfulRescale", "New size: 9");
     assert_string_not_equal(base, other);
-    key(other, sizeof other, "api", "u2", "SuccessfulRescale", "New size: 8"); /* re-created object */
+    key(other, sizeof other, "api", "u2", "SuccessfulRescale",
+        "New size: 8"); /* re-created object */
     assert_string_not_equal(base, other);
     key(other, sizeof other, "web", "u1", "SuccessfulRescale", "New size: 8");
     assert_string_not_equal(base, other);
     key(other, sizeof other, "api", "u1", "FailedRescale", "New size: 8");
     assert_string_not_equal(base, other);
-    assert_true(ms__kube_event_key(other, sizeof other, "meshscaler", "apps/v1", "Deployment", "shop",
-                                   "api", "u1", "Warning", "SuccessfulRescale", "New size: 8"));
+    assert_true(ms__kube_event_key(other, sizeof other, "meshscaler", "apps/v1", "Deployment",
+                                   "shop", "api", "u1", "Warning", "SuccessfulRescale",
+                                   "New size: 8"));
     assert_string_not_equal(base, other);
 }
 

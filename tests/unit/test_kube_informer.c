@@ -46,7 +46,10 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void nap(void) { usleep(10 * 1000); }
+static void nap(void)
+{
+    usleep(10 * 1000);
+}
 
 /* ---- what the notifications said ---- */
 
@@ -75,7 +78,8 @@ static void record(void *ctx, ms_kube_change_t ch, const cJSON *obj, const cJSON
         abort();
     n = &r->notes[r->n];
     n->ch = ch;
-    if (!ms_kube_object_key(obj, n->key, sizeof n->key) || (n->obj = cJSON_Duplicate(obj, true)) == NULL)
+    if (!ms_kube_object_key(obj, n->key, sizeof n->key) ||
+        (n->obj = cJSON_Duplicate(obj, true)) == NULL)
         abort();
     n->old = old != NULL ? cJSON_Duplicate(old, true) : NULL;
     if (old != NULL && n->old == NULL)
@@ -134,17 +138,20 @@ static cJSON *object(const char *name, int replicas)
     char text[2048];
     cJSON *o;
 
-    snprintf(text, sizeof text,
-             "{\"apiVersion\":\"autoscaling.meshscaler.io/v1alpha1\",\"kind\":\"MeshAutoscaler\","
-             "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"uid-%s\",\"generation\":%d,"
-             "\"labels\":{\"app\":\"web\",\"tier\":\"front\"},"
-             "\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Apply\",\"fieldsV1\":{\"f:spec\":{}}}]},"
-             "\"spec\":{\"replicas\":%d,\"scaleTargetRef\":{\"kind\":\"Deployment\",\"name\":\"%s\"},"
-             "\"ratio\":0.1,\"big\":1e300,\"neg\":-0.5,\"int\":9007199254740993,\"none\":null,\"on\":true,"
-             "\"empty\":{},\"list\":[],\"text\":\"caf\\u00e9 \\\"quoted\\\"\\n\\t\\\\ \\u2603\"},"
-             "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\",\"reason\":\"Scaled\"},"
-             "{\"type\":\"AbleToScale\",\"status\":\"True\"}]}}",
-             name, name, replicas, replicas, name, replicas % 2 ? "True" : "False");
+    snprintf(
+        text, sizeof text,
+        "{\"apiVersion\":\"autoscaling.meshscaler.io/v1alpha1\",\"kind\":\"MeshAutoscaler\","
+        "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"uid-%s\",\"generation\":%d,"
+        "\"labels\":{\"app\":\"web\",\"tier\":\"front\"},"
+        "\"managedFields\":[{\"manager\":\"kubectl\",\"operation\":\"Apply\",\"fieldsV1\":{\"f:"
+        "spec\":{}}}]},"
+        "\"spec\":{\"replicas\":%d,\"scaleTargetRef\":{\"kind\":\"Deployment\",\"name\":\"%s\"},"
+        "\"ratio\":0.1,\"big\":1e300,\"neg\":-0.5,\"int\":9007199254740993,\"none\":null,\"on\":"
+        "true,"
+        "\"empty\":{},\"list\":[],\"text\":\"caf\\u00e9 \\\"quoted\\\"\\n\\t\\\\ \\u2603\"},"
+        "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\",\"reason\":\"Scaled\"},"
+        "{\"type\":\"AbleToScale\",\"status\":\"True\"}]}}",
+        name, name, replicas, replicas, name, replicas % 2 ? "True" : "False");
     o = cJSON_Parse(text);
     assert_non_null(o);
     return o;
@@ -172,14 +179,15 @@ static cJSON *expected(fakekube_t *fk, const char *name)
 
 static int replicas_of(const cJSON *obj)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "replicas");
+    const cJSON *r =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "replicas");
     return cJSON_IsNumber(r) ? r->valueint : -1;
 }
 
 static const char *rv_of(const cJSON *obj)
 {
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                                       "resourceVersion");
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
     return cJSON_IsString(rv) ? rv->valuestring : "";
 }
 
@@ -203,7 +211,8 @@ typedef struct {
     recorder_t rec;
 } fixture_t;
 
-static void start(fixture_t *f, bool compact, const char *const *keep, ms_kube_transform_fn transform)
+static void start(fixture_t *f, bool compact, const char *const *keep,
+                  ms_kube_transform_fn transform)
 {
     ms_kube_informer_options_t o;
 
@@ -470,10 +479,11 @@ static void test_list_pages_default_to_500(void **state)
     }
     assert_non_null(f.client = fakekube_client(f.fk));
     memset(&kerr, 0, sizeof kerr);
-    assert_int_equal(ms_kube_list(f.client,
-                                  "/apis/autoscaling.meshscaler.io/v1alpha1/namespaces/ns/meshautoscalers",
-                                  NULL, 0, count_item, &items, rv, sizeof rv, &pages, &kerr),
-                     MS_OK);
+    assert_int_equal(
+        ms_kube_list(f.client,
+                     "/apis/autoscaling.meshscaler.io/v1alpha1/namespaces/ns/meshautoscalers", NULL,
+                     0, count_item, &items, rv, sizeof rv, &pages, &kerr),
+        MS_OK);
     assert_int_equal(items, 600);
     assert_int_equal(pages, 2);
     fixture_cleanup(&f);
@@ -637,7 +647,8 @@ static void fold_ready(void *ctx, cJSON *obj)
     (void)ctx;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
     {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type"), *s = cJSON_GetObjectItemCaseSensitive(c, "status");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type"),
+                    *s = cJSON_GetObjectItemCaseSensitive(c, "status");
         if (cJSON_IsString(t) && strcmp(t->valuestring, "Ready") == 0 && cJSON_IsString(s))
             ready = strcmp(s->valuestring, "True") == 0;
     }
@@ -655,10 +666,11 @@ static cJSON *expected_kept(fakekube_t *fk, const char *name)
 
     assert_non_null(o);
     snprintf(text, sizeof text,
-             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"%s\",\"resourceVersion\":\"%s\"},"
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"uid\":\"%s\","
+             "\"resourceVersion\":\"%s\"},"
              "\"spec\":{\"replicas\":%d},\"status\":{\"ready\":%s}}",
-             name, cJSON_GetObjectItemCaseSensitive(md, "uid")->valuestring, rv_of(o), replicas_of(o),
-             replicas_of(o) % 2 ? "true" : "false");
+             name, cJSON_GetObjectItemCaseSensitive(md, "uid")->valuestring, rv_of(o),
+             replicas_of(o), replicas_of(o) % 2 ? "true" : "false");
     cJSON_Delete(o);
     want = cJSON_Parse(text);
     assert_non_null(want);
@@ -819,7 +831,10 @@ static void test_modes_agree(void **state)
  * the only way a text we printed fails to parse again. */
 static atomic_bool fail_alloc;
 
-static void *failing_malloc(size_t n) { return atomic_load(&fail_alloc) ? NULL : malloc(n); }
+static void *failing_malloc(size_t n)
+{
+    return atomic_load(&fail_alloc) ? NULL : malloc(n);
+}
 
 static size_t log_lines_with(const char *needle)
 {
@@ -872,8 +887,10 @@ static void test_unparsable_text_reads_as_absent(void **state)
 
 /* A test run once per cache mode, named for it. */
 #define BOTH_MODES(f)                                                                              \
-    {#f "(tree)", f, NULL, teardown_fixtures, (void *)&tree_mode},                                \
-        {#f "(compact)", f, NULL, teardown_fixtures, (void *)&compact_mode}
+    {#f "(tree)", f, NULL, teardown_fixtures, (void *)&tree_mode},                                 \
+    {                                                                                              \
+#f "(compact)", f, NULL, teardown_fixtures, (void *)&compact_mode                          \
+    }
 
 int main(void)
 {

@@ -143,13 +143,12 @@ static void test_data_fields_are_base64_decoded(void **state)
 
     (void)state;
     /* "CA-PEM", "CERT", "KEY" */
-    path = put("config",
-               "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
-               "    certificate-authority-data: Q0EtUEVN\n"
-               "users:\n- name: u\n  user:\n    client-certificate-data: Q0VSVA==\n"
-               "    client-key-data: S0VZ\n    token: static-token\n"
-               "contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-               "current-context: x\n");
+    path = put("config", "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
+                         "    certificate-authority-data: Q0EtUEVN\n"
+                         "users:\n- name: u\n  user:\n    client-certificate-data: Q0VSVA==\n"
+                         "    client-key-data: S0VZ\n    token: static-token\n"
+                         "contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+                         "current-context: x\n");
     c = load_ok(path, NULL);
     assert_int_equal(c->ca_pem_len, 6);
     assert_memory_equal(c->ca_pem, "CA-PEM", 6);
@@ -168,8 +167,10 @@ static void test_insecure_skip_tls_verify(void **state)
     const char *path;
 
     (void)state;
-    path = put("config", "clusters:\n- name: c\n  cluster: {server: 'https://h:1', insecure-skip-tls-verify: true}\n"
-                         "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n");
+    path = put(
+        "config",
+        "clusters:\n- name: c\n  cluster: {server: 'https://h:1', insecure-skip-tls-verify: true}\n"
+        "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n");
     c = load_ok(path, NULL);
     assert_true(c->insecure_skip_tls_verify);
     assert_null(c->token);
@@ -211,7 +212,8 @@ static void test_named_context_overrides_current(void **state)
     (void)state;
     path = put("config", "clusters:\n- {name: a, cluster: {server: 'https://a'}}\n"
                          "- {name: b, cluster: {server: 'https://b'}}\n"
-                         "contexts:\n- {name: ca, context: {cluster: a}}\n- {name: cb, context: {cluster: b, namespace: n2}}\n"
+                         "contexts:\n- {name: ca, context: {cluster: a}}\n- {name: cb, context: "
+                         "{cluster: b, namespace: n2}}\n"
                          "current-context: ca\n");
     c = load_ok(path, "cb");
     assert_string_equal(c->server, "https://b");
@@ -228,20 +230,22 @@ static void test_kubeconfig_env_merge_first_file_wins(void **state)
     char env[2048], err[MS_ERRBUF_SIZE] = "", first[512], second[512], src[1100];
 
     (void)state;
-    snprintf(first, sizeof first, "%s", put("one", "current-context: from-one\n"
-                                                   "clusters:\n- {name: shared, cluster: {server: 'https://first'}}\n"
-                                                   "users:\n- {name: u, user: {token: one}}\n"));
-    snprintf(second, sizeof second, "%s", put("two", "current-context: from-two\n"
-                                                     "clusters:\n- {name: shared, cluster: {server: 'https://second'}}\n"
-                                                     "users:\n- {name: u, user: {token: two}}\n"
-                                                     "contexts:\n- {name: from-one, context: {cluster: shared, user: u}}\n"));
+    snprintf(first, sizeof first, "%s",
+             put("one", "current-context: from-one\n"
+                        "clusters:\n- {name: shared, cluster: {server: 'https://first'}}\n"
+                        "users:\n- {name: u, user: {token: one}}\n"));
+    snprintf(second, sizeof second, "%s",
+             put("two", "current-context: from-two\n"
+                        "clusters:\n- {name: shared, cluster: {server: 'https://second'}}\n"
+                        "users:\n- {name: u, user: {token: two}}\n"
+                        "contexts:\n- {name: from-one, context: {cluster: shared, user: u}}\n"));
     /* A missing file in the list is skipped, as kubectl does. */
     snprintf(env, sizeof env, "%s/missing:%s:%s", dir, first, second);
     memset(&o, 0, sizeof o);
     o.kubeconfig_env = env;
     o.no_in_cluster = true;
     assert_int_equal(ms_kube_config_load(&o, &c, err, sizeof err), MS_OK);
-    assert_string_equal(c->context, "from-one");  /* first file's current-context */
+    assert_string_equal(c->context, "from-one");     /* first file's current-context */
     assert_string_equal(c->server, "https://first"); /* first definition of "shared" */
     assert_string_equal(c->token, "one");
     snprintf(src, sizeof src, "%s:%s", first, second);
@@ -256,8 +260,10 @@ static void test_explicit_kubeconfig_beats_env(void **state)
     char err[MS_ERRBUF_SIZE] = "", path[512];
 
     (void)state;
-    snprintf(path, sizeof path, "%s", put("explicit", "clusters:\n- {name: c, cluster: {server: 'https://explicit'}}\n"
-                                                      "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"));
+    snprintf(path, sizeof path, "%s",
+             put("explicit",
+                 "clusters:\n- {name: c, cluster: {server: 'https://explicit'}}\n"
+                 "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"));
     memset(&o, 0, sizeof o);
     o.kubeconfig = path;
     o.kubeconfig_env = "/nonexistent/a:/nonexistent/b";
@@ -335,9 +341,11 @@ static void test_missing_ca_file_names_file_and_field(void **state)
 
     (void)state;
     snprintf(want, sizeof want,
-             "clusters[0].cluster.certificate-authority: cannot read \"%s/missing-ca.crt\": No such file or directory",
+             "clusters[0].cluster.certificate-authority: cannot read \"%s/missing-ca.crt\": No "
+             "such file or directory",
              dir);
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', certificate-authority: missing-ca.crt}}\n"
+    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', "
+                             "certificate-authority: missing-ca.crt}}\n"
                              "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, want);
 }
@@ -350,9 +358,11 @@ static void test_missing_client_key_file(void **state)
     put("c.crt", PEM);
     snprintf(want, sizeof want,
              "users[1].user.client-key: cannot read \"%s/k.pem\": No such file or directory", dir);
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: other, user: {}}\n- {name: u, user: {client-certificate: c.crt, client-key: k.pem}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "users:\n- {name: other, user: {}}\n- {name: u, user: {client-certificate: "
+                   "c.crt, client-key: k.pem}}\n"
+                   "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, want);
 }
 
@@ -363,16 +373,18 @@ static void test_missing_token_file(void **state)
     (void)state;
     snprintf(want, sizeof want,
              "users[0].user.tokenFile: cannot read \"%s/tok\": No such file or directory", dir);
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: u, user: {tokenFile: tok}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "users:\n- {name: u, user: {tokenFile: tok}}\n"
+                   "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, want);
 }
 
 static void test_field_errors(void **state)
 {
     (void)state;
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', certificate-authority-data: '!!!'}}\n"
+    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', "
+                             "certificate-authority-data: '!!!'}}\n"
                              "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "clusters[0].cluster.certificate-authority-data: not valid base64");
     load_fails(put("config", "clusters:\n- {name: c, cluster: {server: [a, b]}}\n"
@@ -387,20 +399,28 @@ static void test_field_errors(void **state)
     load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https:///'}}\n"
                              "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "clusters[0].cluster.server: the URL names no host");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', insecure-skip-tls-verify: maybe}}\n"
+    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', "
+                             "insecure-skip-tls-verify: maybe}}\n"
                              "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "clusters[0].cluster.insecure-skip-tls-verify: not true or false");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', certificate-authority: a, certificate-authority-data: QQ==}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
-               MS_ERR_INVALID, "clusters[0].cluster: certificate-authority and certificate-authority-data are both set");
-    load_fails(put("config", "clusters: {a: b}\ncontexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
+    load_fails(
+        put("config", "clusters:\n- {name: c, cluster: {server: 'https://h', "
+                      "certificate-authority: a, certificate-authority-data: QQ==}}\n"
+                      "contexts:\n- {name: x, context: {cluster: c}}\ncurrent-context: x\n"),
+        MS_ERR_INVALID,
+        "clusters[0].cluster: certificate-authority and certificate-authority-data are both set");
+    load_fails(put("config", "clusters: {a: b}\ncontexts:\n- {name: x, context: {cluster: "
+                             "c}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "clusters: not a list");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "contexts:\n- {name: x, context: {cluster: nope}}\ncurrent-context: x\n"),
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "contexts:\n- {name: x, context: {cluster: nope}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "contexts[0].context.cluster: cluster \"nope\" not found");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: ghost}}\ncurrent-context: x\n"),
-               MS_ERR_INVALID, "contexts[0].context.user: user \"ghost\" not found");
+    load_fails(
+        put("config",
+            "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+            "contexts:\n- {name: x, context: {cluster: c, user: ghost}}\ncurrent-context: x\n"),
+        MS_ERR_INVALID, "contexts[0].context.user: user \"ghost\" not found");
     load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
                              "contexts:\n- {name: x, context: {user: u}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "contexts[0].context.cluster: missing");
@@ -409,29 +429,40 @@ static void test_field_errors(void **state)
                MS_ERR_INVALID, "context \"y\" not found");
     load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"),
                MS_ERR_INVALID, "no current-context is set and no context was given");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: u, user: {client-certificate-data: QQ==}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
-               MS_ERR_INVALID, "users[0].user: a client certificate needs a client key, and a key a certificate");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: u, user: {exec: {command: x}}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "users:\n- {name: u, user: {client-certificate-data: QQ==}}\n"
+                   "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+               MS_ERR_INVALID,
+               "users[0].user: a client certificate needs a client key, and a key a certificate");
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "users:\n- {name: u, user: {exec: {command: x}}}\n"
+                   "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "users[0].user.exec.apiVersion: missing");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1}}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
-               MS_ERR_INVALID, "users[0].user.exec.command: missing");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: x, env: [{value: 1}]}}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+    load_fails(
+        put("config",
+            "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+            "users:\n- {name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1}}}\n"
+            "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+        MS_ERR_INVALID, "users[0].user.exec.command: missing");
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "users:\n- {name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                   "command: x, env: [{value: 1}]}}}\n"
+                   "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "users[0].user.exec.env[0].name: missing or not a variable name");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: u, user: {auth-provider: {name: gcp}}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
-               MS_ERR_INVALID, "users[0].user: auth-provider is not supported (use an exec credential plugin)");
-    load_fails(put("config", "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
-                             "users:\n- {name: u, user: {token: t, exec: {apiVersion: client.authentication.k8s.io/v1, command: x}}}\n"
-                             "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "users:\n- {name: u, user: {auth-provider: {name: gcp}}}\n"
+                   "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
+               MS_ERR_INVALID,
+               "users[0].user: auth-provider is not supported (use an exec credential plugin)");
+    load_fails(put("config",
+                   "clusters:\n- {name: c, cluster: {server: 'https://h'}}\n"
+                   "users:\n- {name: u, user: {token: t, exec: {apiVersion: "
+                   "client.authentication.k8s.io/v1, command: x}}}\n"
+                   "contexts:\n- {name: x, context: {cluster: c, user: u}}\ncurrent-context: x\n"),
                MS_ERR_INVALID, "users[0].user: token and exec are both set");
 }
 
@@ -458,11 +489,13 @@ static void test_in_cluster(void **state)
 
     unlink(want);
     assert_int_equal(ms_kube_config_in_cluster(dir, &c, err, sizeof err), MS_ERR_NOTFOUND);
-    snprintf(want, sizeof want, "in-cluster: cannot read \"%s/token\": No such file or directory", dir);
+    snprintf(want, sizeof want, "in-cluster: cannot read \"%s/token\": No such file or directory",
+             dir);
     assert_string_equal(err, want);
     unsetenv("KUBERNETES_SERVICE_HOST");
     assert_int_equal(ms_kube_config_in_cluster(dir, &c, err, sizeof err), MS_ERR_NOTFOUND);
-    assert_string_equal(err, "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+    assert_string_equal(
+        err, "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
     unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
@@ -533,13 +566,15 @@ static void test_exec_plugin_token_cached_until_expiry(void **state)
     /* The plugin counts its runs and echoes KUBERNETES_EXEC_INFO's apiVersion. */
     snprintf(counter, sizeof counter, "%s/runs", dir);
     ms_time_rfc3339(ms_clock_wall() + 3600, false, ts, sizeof ts);
-    snprintf(script, sizeof script,
-             "echo x >> %s\n"
-             "n=$(wc -l < %s)\n"
-             "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 3;; esac\n"
-             "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-             "\"status\":{\"token\":\"%%s-%%s\",\"expirationTimestamp\":\"%s\"}}' \"$TOKEN_PREFIX\" \"$n\"\n",
-             counter, counter, ts);
+    snprintf(
+        script, sizeof script,
+        "echo x >> %s\n"
+        "n=$(wc -l < %s)\n"
+        "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 3;; esac\n"
+        "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+        "\"status\":{\"token\":\"%%s-%%s\",\"expirationTimestamp\":\"%s\"}}' \"$TOKEN_PREFIX\" "
+        "\"$n\"\n",
+        counter, counter, ts);
     cfg = exec_config(put("plugin.sh", script));
     cred = ms_kube_cred_new(cfg, 0);
     assert_int_equal(ms_kube_cred_header(cred, 1, hdr, sizeof hdr, err, sizeof err), MS_OK);
@@ -562,9 +597,10 @@ static void test_exec_plugin_expired_token_reruns(void **state)
     ms_kube_cred_t *cred;
 
     (void)state;
-    cfg = exec_config(put("plugin.sh",
-                          "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-                          "\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"2001-01-01T00:00:00Z\"}}'\n"));
+    cfg = exec_config(put(
+        "plugin.sh",
+        "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+        "\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"2001-01-01T00:00:00Z\"}}'\n"));
     cred = ms_kube_cred_new(cfg, 0);
     assert_int_equal(ms_kube_cred_header(cred, 1, hdr, sizeof hdr, err, sizeof err), MS_OK);
     assert_int_equal(ms_kube_cred_header(cred, 2, hdr, sizeof hdr, err, sizeof err), MS_OK);
@@ -594,10 +630,15 @@ static void test_exec_plugin_failures(void **state)
     ms_kube_cred_free(cred);
     ms_kube_config_free(cfg);
 
-    cfg = exec_config(put("plugin.sh", "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\"}'\n"));
+    cfg = exec_config(put("plugin.sh", "echo "
+                                       "'{\"apiVersion\":\"client.authentication.k8s.io/"
+                                       "v1beta1\",\"kind\":\"ExecCredential\"}'\n"));
     cred = ms_kube_cred_new(cfg, 0);
-    assert_int_equal(ms_kube_cred_header(cred, 1, hdr, sizeof hdr, err, sizeof err), MS_ERR_INVALID);
-    assert_string_equal(err, "exec plugin /bin/sh: output is not an ExecCredential of client.authentication.k8s.io/v1");
+    assert_int_equal(ms_kube_cred_header(cred, 1, hdr, sizeof hdr, err, sizeof err),
+                     MS_ERR_INVALID);
+    assert_string_equal(
+        err,
+        "exec plugin /bin/sh: output is not an ExecCredential of client.authentication.k8s.io/v1");
     ms_kube_cred_free(cred);
     ms_kube_config_free(cfg);
 }
@@ -622,8 +663,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_token_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_field_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_in_cluster, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_token_file_is_reread_after_the_period, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_plugin_token_cached_until_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_file_is_reread_after_the_period, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_exec_plugin_token_cached_until_expiry, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_exec_plugin_expired_token_reruns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_plugin_failures, setup, teardown),
     };

@@ -17,12 +17,15 @@
 
 /* The options, with lease, deadline, retry and margin; NULL client: nothing
  * is started, only checked. */
-static bool accepted(double lease, double deadline, double retry, double margin,
-                     const char *name)
+static bool accepted(double lease, double deadline, double retry, double margin, const char *name)
 {
-    ms_kube_lease_options_t o = {.namespace_ = "kube-system", .name = name, .identity = "me",
-                                 .lease_duration = lease, .renew_deadline = deadline,
-                                 .retry_period = retry, .safety_margin = margin};
+    ms_kube_lease_options_t o = {.namespace_ = "kube-system",
+                                 .name = name,
+                                 .identity = "me",
+                                 .lease_duration = lease,
+                                 .renew_deadline = deadline,
+                                 .retry_period = retry,
+                                 .safety_margin = margin};
     char errbuf[256];
     ms_kube_elector_t *e = ms_kube_elector_new(NULL, &o, errbuf, sizeof errbuf);
 
@@ -33,13 +36,13 @@ static bool accepted(double lease, double deadline, double retry, double margin,
 static void defaults_and_their_order(void **state)
 {
     (void)state;
-    assert_true(accepted(0, 0, 0, 0, "meshscaler")); /* 15, 10, 2, margin 3 */
-    assert_true(accepted(3, 2, 1, 1, "meshscaler")); /* back-dating 0.5 + slack 0.5 */
-    assert_true(accepted(3, 2, 1, 0, "meshscaler")); /* the default margin: 1 s here */
-    assert_false(accepted(3, 2, 1, 3, "meshscaler"));  /* margin = duration */
+    assert_true(accepted(0, 0, 0, 0, "meshscaler"));      /* 15, 10, 2, margin 3 */
+    assert_true(accepted(3, 2, 1, 1, "meshscaler"));      /* back-dating 0.5 + slack 0.5 */
+    assert_true(accepted(3, 2, 1, 0, "meshscaler"));      /* the default margin: 1 s here */
+    assert_false(accepted(3, 2, 1, 3, "meshscaler"));     /* margin = duration */
     assert_false(accepted(10, 10, 2, 0.1, "meshscaler")); /* deadline = duration */
     assert_false(accepted(10, 12, 2, 0, "meshscaler"));   /* deadline > duration */
-    assert_false(accepted(15, 10, 10, 0, "meshscaler")); /* retry = deadline */
+    assert_false(accepted(15, 10, 10, 0, "meshscaler"));  /* retry = deadline */
     /* The default retry period (2 s) must be below the deadline too. */
     assert_false(accepted(10, 1.5, 0, 0, "meshscaler"));
     assert_true(accepted(10, 2.5, 0, 0, "meshscaler"));
@@ -61,8 +64,11 @@ static void margin_covers_a_successors_back_dating(void **state)
     assert_false(accepted(0, 0, 0, 2.5, "meshscaler")); /* no slack */
     assert_false(accepted(0, 0, 0, 2.9, "meshscaler"));
     assert_true(accepted(0, 0, 0, 3, "meshscaler"));
-    assert_null(ms_kube_elector_new(NULL, &(ms_kube_lease_options_t){.namespace_ = "n",
-                    .name = "m", .identity = "me", .safety_margin = 2}, errbuf, sizeof errbuf));
+    assert_null(ms_kube_elector_new(
+        NULL,
+        &(ms_kube_lease_options_t){
+            .namespace_ = "n", .name = "m", .identity = "me", .safety_margin = 2},
+        errbuf, sizeof errbuf));
     assert_non_null(strstr(errbuf, "a safety margin of at least (duration - deadline)/2 + 0.5 s"));
 
     e = ms_kube_elector_new(NULL, &o, errbuf, sizeof errbuf);
@@ -78,9 +84,13 @@ static void margin_covers_a_successors_back_dating(void **state)
     for (double d = 3; d <= 60; d += 1.5)
         for (double dl = 1.25; dl < d; dl += 1.25)
             for (double m = 0; m < d; m += 0.75) {
-                ms_kube_lease_options_t x = {.namespace_ = "n", .name = "m", .identity = "me",
-                                             .lease_duration = d, .renew_deadline = dl,
-                                             .retry_period = 1, .safety_margin = m};
+                ms_kube_lease_options_t x = {.namespace_ = "n",
+                                             .name = "m",
+                                             .identity = "me",
+                                             .lease_duration = d,
+                                             .renew_deadline = dl,
+                                             .retry_period = 1,
+                                             .safety_margin = m};
                 e = ms_kube_elector_new(NULL, &x, errbuf, sizeof errbuf);
                 if (e == NULL)
                     continue;

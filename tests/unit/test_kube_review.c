@@ -97,8 +97,8 @@ static void keys_are_token_path_and_verb(void **state)
     /* The separator keeps ("/metricsg", "et") apart from ("/metrics", "get"). */
     assert_false(ms_kube_review_cache_get(c, T_A, "/metricsg", "et", 1, &d));
     /* A token that is a prefix of another is another token. */
-    assert_false(ms_kube_review_cache_get(c, "eyJhbGciOiJSUzI1NiJ9.token-a.si", "/metrics", "get",
-                                          1, &d));
+    assert_false(
+        ms_kube_review_cache_get(c, "eyJhbGciOiJSUzI1NiJ9.token-a.si", "/metrics", "get", 1, &d));
     assert_true(ms_kube_review_cache_get(c, T_A, "/metrics", "get", 1, &d));
     ms_kube_review_cache_free(c);
 }
@@ -163,8 +163,8 @@ static void a_cached_decision_needs_no_client(void **state)
 
 static void strings_that_cannot_be_tokens_are_refused_without_a_request(void **state)
 {
-    static const char *const bad[] = {"", "two words", "tab\there", "new\nline", "caf\xc3\xa9",
-                                      "\x7f"};
+    static const char *const bad[] = {"",          "two words",   "tab\there",
+                                      "new\nline", "caf\xc3\xa9", "\x7f"};
     ms_kube_review_cache_t *c = ms_kube_review_cache_new(0);
     ms_kube_review_result_t r;
     ms_kube_user_t user;
@@ -175,9 +175,9 @@ static void strings_that_cannot_be_tokens_are_refused_without_a_request(void **s
 
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         /* NULL client: any request would crash the test. */
-        assert_int_equal(ms_kube_review_token(NULL, bad[i], &authenticated, &user, why, sizeof why,
-                                              &kerr),
-                         MS_OK);
+        assert_int_equal(
+            ms_kube_review_token(NULL, bad[i], &authenticated, &user, why, sizeof why, &kerr),
+            MS_OK);
         assert_false(authenticated);
         assert_string_equal(why, "not a bearer token");
         assert_null(user.username);

@@ -43,7 +43,9 @@ static ms_err_t collect(void *ctx, const char *line, size_t len)
 
 static void test_lines_split_across_chunks(void **state)
 {
-    const char *stream = "{\"a\":1}\n{\"b\":2}\r\n\r\n\n{\"c\":3}\n{\"partial"; /* blank lines, LF and CRLF, carry nothing */
+    const char *stream =
+        "{\"a\":1}\n{\"b\":2}\r\n\r\n\n{\"c\":3}\n{\"partial"; /* blank lines, LF and CRLF, carry
+                                                                  nothing */
     ms__kube_lines_t l;
     seen_t s = {0};
 
@@ -104,7 +106,10 @@ static void test_handler_error_stops_the_stream(void **state)
 
 /* ---- decoding: recorded lines from a real kube-apiserver ---- */
 
-static char *read_fixture(const char *name, size_t *len) { return read_fixture_file(MS_FIXTURES "/kube", name, len); }
+static char *read_fixture(const char *name, size_t *len)
+{
+    return read_fixture_file(MS_FIXTURES "/kube", name, len);
+}
 
 typedef struct {
     int types[8];
@@ -171,7 +176,8 @@ static void decode_fails(const char *line, const char *want)
     cJSON *obj = (cJSON *)1;
     char err[MS_ERRBUF_SIZE];
 
-    assert_int_equal(ms_kube_watch_decode(line, strlen(line), &type, &obj, err, sizeof err), MS_ERR_PARSE);
+    assert_int_equal(ms_kube_watch_decode(line, strlen(line), &type, &obj, err, sizeof err),
+                     MS_ERR_PARSE);
     assert_null(obj);
     assert_string_equal(err, want);
 }
@@ -179,15 +185,18 @@ static void decode_fails(const char *line, const char *want)
 static void test_garbage_events(void **state)
 {
     (void)state;
-    decode_fails("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}",
-                 "watch event: not a JSON object"); /* truncated */
+    decode_fails(
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"}",
+        "watch event: not a JSON object"); /* truncated */
     decode_fails("[1,2]", "watch event: not a JSON object");
-    decode_fails("{\"type\":\"EXPLODED\",\"object\":{}}", "watch event: type: not a known event type");
+    decode_fails("{\"type\":\"EXPLODED\",\"object\":{}}",
+                 "watch event: type: not a known event type");
     decode_fails("{\"type\":7,\"object\":{}}", "watch event: type: not a known event type");
     decode_fails("{\"type\":\"ADDED\",\"object\":\"x\"}", "watch event: object: not a JSON object");
     decode_fails("{\"type\":\"ADDED\"}", "watch event: object: not a JSON object");
-    decode_fails("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":5}}}",
-                 "watch event: object.metadata.resourceVersion: missing or not a string");
+    decode_fails(
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":5}}}",
+        "watch event: object.metadata.resourceVersion: missing or not a string");
     decode_fails("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"5\"}}}",
                  "watch event: object.metadata.name: missing or not a string");
 }
@@ -201,7 +210,8 @@ static void test_paths(void **state)
     (void)state;
     assert_int_equal(ms_kube_path(p, sizeof p, "v1", "ns", "configmaps", NULL, NULL), MS_OK);
     assert_string_equal(p, "/api/v1/namespaces/ns/configmaps");
-    assert_int_equal(ms_kube_path(p, sizeof p, "apps/v1", "shop", "deployments", "api", "scale"), MS_OK);
+    assert_int_equal(ms_kube_path(p, sizeof p, "apps/v1", "shop", "deployments", "api", "scale"),
+                     MS_OK);
     assert_string_equal(p, "/apis/apps/v1/namespaces/shop/deployments/api/scale");
     assert_int_equal(ms_kube_path(p, sizeof p, "v1", NULL, "namespaces", "x", NULL), MS_OK);
     assert_string_equal(p, "/api/v1/namespaces/x");

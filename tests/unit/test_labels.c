@@ -132,13 +132,18 @@ static void test_label_selector_objects(void **state)
     cJSON *bad;
 
     (void)state;
-    assert_true(json_matches("{\"matchLabels\":{\"app\":\"web\"}}", "{\"app\":\"web\",\"pod-template-hash\":\"x\"}"));
+    assert_true(json_matches("{\"matchLabels\":{\"app\":\"web\"}}",
+                             "{\"app\":\"web\",\"pod-template-hash\":\"x\"}"));
     assert_false(json_matches("{\"matchLabels\":{\"app\":\"web\"}}", "{\"app\":\"api\"}"));
-    assert_true(json_matches("{\"matchExpressions\":[{\"key\":\"env\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]},"
-                             "{\"key\":\"canary\",\"operator\":\"DoesNotExist\"}]}",
-                             "{\"env\":\"a\"}"));
-    assert_false(json_matches("{\"matchExpressions\":[{\"key\":\"canary\",\"operator\":\"Exists\"}]}", "{}"));
-    assert_true(json_matches("{\"matchExpressions\":[{\"key\":\"env\",\"operator\":\"NotIn\",\"values\":[\"a\"]}]}", "{}"));
+    assert_true(json_matches(
+        "{\"matchExpressions\":[{\"key\":\"env\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]},"
+        "{\"key\":\"canary\",\"operator\":\"DoesNotExist\"}]}",
+        "{\"env\":\"a\"}"));
+    assert_false(json_matches(
+        "{\"matchExpressions\":[{\"key\":\"canary\",\"operator\":\"Exists\"}]}", "{}"));
+    assert_true(json_matches(
+        "{\"matchExpressions\":[{\"key\":\"env\",\"operator\":\"NotIn\",\"values\":[\"a\"]}]}",
+        "{}"));
     /* {} selects everything; null selects nothing */
     assert_true(json_matches("{}", "{\"x\":\"y\"}"));
     assert_false(json_matches("null", "{\"x\":\"y\"}"));
@@ -155,9 +160,9 @@ static void test_label_selector_objects(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_equality),          cmocka_unit_test(test_sets_and_existence),
-        cmocka_unit_test(test_numbers),           cmocka_unit_test(test_empty_selects_everything),
-        cmocka_unit_test(test_refusals),          cmocka_unit_test(test_label_selector_objects),
+        cmocka_unit_test(test_equality), cmocka_unit_test(test_sets_and_existence),
+        cmocka_unit_test(test_numbers),  cmocka_unit_test(test_empty_selects_everything),
+        cmocka_unit_test(test_refusals), cmocka_unit_test(test_label_selector_objects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

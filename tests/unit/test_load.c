@@ -36,10 +36,10 @@ static void test_profile_parse(void **state)
 {
     ms_load_profile_t p;
     char err[MS_ERRBUF_SIZE] = "";
-    const char *bad[] = {"",           "steady",       "steady:",        "steady:x",
-                         "steady:1:2", "steady:-1",    "step:1:2",       "step:1:2:3:4",
-                         "peak:1:2:3", "peak:1:2:3:4:5:6", "burst:10",   "steady:nan",
-                         "steady:inf", "step:1:2:-3",  "steady:2000000", "steady:10 "};
+    const char *bad[] = {"",           "steady",           "steady:",        "steady:x",
+                         "steady:1:2", "steady:-1",        "step:1:2",       "step:1:2:3:4",
+                         "peak:1:2:3", "peak:1:2:3:4:5:6", "burst:10",       "steady:nan",
+                         "steady:inf", "step:1:2:-3",      "steady:2000000", "steady:10 "};
 
     (void)state;
     p = profile("steady:250");
@@ -277,10 +277,21 @@ static void test_retry_parse(void **state)
 {
     ms_load_retry_t r;
     char err[MS_ERRBUF_SIZE];
-    const char *bad[] = {"",          "immediate",       "immediate:1.5",  "immediate:-1",
-                         "immediate:101", "bounded:3",   "bounded:3:-5",   "backoff:3:0:10",
-                         "backoff:3:100:10", "backoff:3:10", "budget:-0.1", "budget:",
-                         "budget:0.1:2", "always",       "none:1"};
+    const char *bad[] = {"",
+                         "immediate",
+                         "immediate:1.5",
+                         "immediate:-1",
+                         "immediate:101",
+                         "bounded:3",
+                         "bounded:3:-5",
+                         "backoff:3:0:10",
+                         "backoff:3:100:10",
+                         "backoff:3:10",
+                         "budget:-0.1",
+                         "budget:",
+                         "budget:0.1:2",
+                         "always",
+                         "none:1"};
 
     (void)state;
     r = retry("none");
@@ -471,8 +482,8 @@ static void test_summary_json(void **state)
     NEAR(cJSON_GetObjectItem(j, "requested_rate")->valuedouble, 200, 0);
     NEAR(cJSON_GetObjectItem(j, "achieved_rate")->valuedouble, 199, 0);
     NEAR(cJSON_GetObjectItem(j, "max_start_lag_ms")->valuedouble, 3.1, 1e-9);
-    NEAR(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "attempts_by_result"), "5xx")->valuedouble,
-         320, 0);
+    NEAR(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "attempts_by_result"), "5xx")->valuedouble, 320,
+         0);
     cJSON_Delete(j);
     ms_buf_cleanup(&out);
 }
@@ -556,9 +567,9 @@ static void test_options(void **state)
     assert_null(o.summary_path);
 
     assert_int_equal(parse(&o, err, sizeof err, 21, "--url=http://x/", "--profile",
-                           "peak:10:100:2:3", "--duration", "8.5", "--arrivals=uniform",
-                           "--retry", "backoff:3:50:800", "--terminal", "429", "--timeout-ms",
-                           "500", "--max-in-flight", "64", "--seed", "18446744073709551615",
+                           "peak:10:100:2:3", "--duration", "8.5", "--arrivals=uniform", "--retry",
+                           "backoff:3:50:800", "--terminal", "429", "--timeout-ms", "500",
+                           "--max-in-flight", "64", "--seed", "18446744073709551615",
                            "--metrics-addr", "127.0.0.1:9102", "--summary", "/tmp/s.json"),
                      MS_LOAD_ARGS_RUN);
     assert_int_equal(o.profile.kind, MS_LOAD_PROFILE_PEAK);
@@ -601,15 +612,15 @@ static void test_options_invalid(void **state)
     assert_int_equal(parse(&o, err, sizeof err, 5, "--url", "http://x/", "--arrivals", "bursty"),
                      MS_LOAD_ARGS_INVALID);
     assert_non_null(strstr(err, "--arrivals \"bursty\""));
-    assert_int_equal(parse(&o, err, sizeof err, 5, "--url", "http://x/", "--seed",
-                           "18446744073709551616"),
-                     MS_LOAD_ARGS_INVALID);
+    assert_int_equal(
+        parse(&o, err, sizeof err, 5, "--url", "http://x/", "--seed", "18446744073709551616"),
+        MS_LOAD_ARGS_INVALID);
     assert_int_equal(parse(&o, err, sizeof err, 5, "--url", "http://x/", "--retry", "always"),
                      MS_LOAD_ARGS_INVALID);
     assert_non_null(strstr(err, "--retry \"always\""));
-    assert_int_equal(parse(&o, err, sizeof err, 2,
-                           "--a-flag-name-much-longer-than-thirty-two-bytes=1"),
-                     MS_LOAD_ARGS_INVALID);
+    assert_int_equal(
+        parse(&o, err, sizeof err, 2, "--a-flag-name-much-longer-than-thirty-two-bytes=1"),
+        MS_LOAD_ARGS_INVALID);
 }
 
 int main(void)

@@ -65,7 +65,8 @@ static void check_number(const char *name, ms_prom_reason_t want, double want_va
     decode_fixture(name, &r);
     got = ms_prom_result_number(&r, 0, 0, &v, msg, sizeof msg);
     if (got != want)
-        fail_msg("%s: %s (%s), want %s", name, ms_prom_reason_name(got), msg, ms_prom_reason_name(want));
+        fail_msg("%s: %s (%s), want %s", name, ms_prom_reason_name(got), msg,
+                 ms_prom_reason_name(want));
     if (want == MS_PROM_OK && v != want_value)
         fail_msg("%s: value %.17g, want %.17g", name, v, want_value);
     if (want != MS_PROM_OK) {
@@ -317,7 +318,8 @@ static void test_staleness_both_ways(void **state)
  * is the whole body; JSON cut short is TRUNCATED. */
 static void test_every_truncation(void **state)
 {
-    const char *names[] = {"200-vector-one.json", "200-matrix-range.json", "200-preset-haproxy.json"};
+    const char *names[] = {"200-vector-one.json", "200-matrix-range.json",
+                           "200-preset-haproxy.json"};
     (void)state;
 
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
@@ -375,19 +377,37 @@ static void test_garbage_and_odd_bodies(void **state)
         {"forbidden", 403, MS_PROM_UNAUTHORIZED},
         {"[1,2,3]", 200, MS_PROM_MALFORMED},
         {"{\"status\":\"success\"}", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":{}}}", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"value\":[1,2]}]}}", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"value\":[1,\"0x10\"]}]}}", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"value\":[1,\" 1\"]}]}}", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"value\":[1,\"inf\"]}]}}", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"histogram\":[1,{}]}]}}", 200, MS_PROM_WRONG_TYPE},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1,\"1\"]}} trailing", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1,\"1\"]}}", 500, MS_PROM_HTTP_STATUS},
-        {"{\"status\":\"success\",\"data\":{\"resultType\":\"exotic\",\"result\":[]}}", 200, MS_PROM_MALFORMED},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":{}}}", 200,
+         MS_PROM_MALFORMED},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},"
+         "\"value\":[1,2]}]}}",
+         200, MS_PROM_MALFORMED},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},"
+         "\"value\":[1,\"0x10\"]}]}}",
+         200, MS_PROM_MALFORMED},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},"
+         "\"value\":[1,\" 1\"]}]}}",
+         200, MS_PROM_MALFORMED},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},"
+         "\"value\":[1,\"inf\"]}]}}",
+         200, MS_PROM_MALFORMED},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},"
+         "\"histogram\":[1,{}]}]}}",
+         200, MS_PROM_WRONG_TYPE},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1,\"1\"]}} "
+         "trailing",
+         200, MS_PROM_MALFORMED},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1,\"1\"]}}", 500,
+         MS_PROM_HTTP_STATUS},
+        {"{\"status\":\"success\",\"data\":{\"resultType\":\"exotic\",\"result\":[]}}", 200,
+         MS_PROM_MALFORMED},
         {"{\"status\":\"pending\"}", 200, MS_PROM_MALFORMED},
-        {"{\"status\":\"error\",\"errorType\":\"internal\",\"error\":\"boom\"}", 500, MS_PROM_SERVER_ERROR},
-        {"{\"status\":\"error\",\"errorType\":\"unavailable\",\"error\":\"x\"}", 503, MS_PROM_SERVER_ERROR},
-        {"{\"status\":\"error\",\"errorType\":\"canceled\",\"error\":\"x\"}", 499, MS_PROM_CANCELLED},
+        {"{\"status\":\"error\",\"errorType\":\"internal\",\"error\":\"boom\"}", 500,
+         MS_PROM_SERVER_ERROR},
+        {"{\"status\":\"error\",\"errorType\":\"unavailable\",\"error\":\"x\"}", 503,
+         MS_PROM_SERVER_ERROR},
+        {"{\"status\":\"error\",\"errorType\":\"canceled\",\"error\":\"x\"}", 499,
+         MS_PROM_CANCELLED},
         {"{\"status\":\"error\"}", 400, MS_PROM_SERVER_ERROR},
         {"{\"message\":\"not prometheus\"}", 404, MS_PROM_HTTP_STATUS},
     };
@@ -416,9 +436,12 @@ static void test_transport_failures(void **state)
         ms_err_t err;
         ms_prom_reason_t want;
     } cases[] = {
-        {MS_ERR_UNAVAILABLE, MS_PROM_UNAVAILABLE}, {MS_ERR_TIMEOUT, MS_PROM_TIMEOUT},
-        {MS_ERR_TLS, MS_PROM_TLS},                 {MS_ERR_TOOLARGE, MS_PROM_TOO_LARGE},
-        {MS_ERR_IO, MS_PROM_TRANSPORT},            {MS_ERR_CANCELLED, MS_PROM_CANCELLED},
+        {MS_ERR_UNAVAILABLE, MS_PROM_UNAVAILABLE},
+        {MS_ERR_TIMEOUT, MS_PROM_TIMEOUT},
+        {MS_ERR_TLS, MS_PROM_TLS},
+        {MS_ERR_TOOLARGE, MS_PROM_TOO_LARGE},
+        {MS_ERR_IO, MS_PROM_TRANSPORT},
+        {MS_ERR_CANCELLED, MS_PROM_CANCELLED},
     };
     (void)state;
 
@@ -444,13 +467,30 @@ static void test_value_strings(void **state)
         bool ok;
         double v;
     } cases[] = {
-        {"0", true, 0},        {"1.5", true, 1.5},   {"-2", true, -2},     {"1e-3", true, 1e-3},
-        {"1E+06", true, 1e6},  {".5", true, 0.5},    {"5.", true, 5},      {"+3", true, 3},
-        {"", false, 0},        {"-", false, 0},      {"1e", false, 0},     {"0x10", false, 0},
-        {"inf", false, 0},     {"nan", false, 0},    {"1 ", false, 0},     {" 1", false, 0},
-        {"1,5", false, 0},     {"Infinity", false, 0}, {".", false, 0},
+        {"0", true, 0},
+        {"1.5", true, 1.5},
+        {"-2", true, -2},
+        {"1e-3", true, 1e-3},
+        {"1E+06", true, 1e6},
+        {".5", true, 0.5},
+        {"5.", true, 5},
+        {"+3", true, 3},
+        {"", false, 0},
+        {"-", false, 0},
+        {"1e", false, 0},
+        {"0x10", false, 0},
+        {"inf", false, 0},
+        {"nan", false, 0},
+        {"1 ", false, 0},
+        {" 1", false, 0},
+        {"1,5", false, 0},
+        {"Infinity", false, 0},
+        {".", false, 0},
         /* an exponent's sign is optional; its digits are not */
-        {"1e5", true, 1e5},    {"2.5E3", true, 2500}, {"1e+", false, 0},    {"1e-", false, 0},
+        {"1e5", true, 1e5},
+        {"2.5E3", true, 2500},
+        {"1e+", false, 0},
+        {"1e-", false, 0},
     };
     double v;
     (void)state;
@@ -477,7 +517,8 @@ static void test_value_slices_read_only_len_bytes(void **state)
         const char *text;
         size_t len;
         double v;
-    } cases[] = {{"1e5", 1, 1}, {"1e55", 3, 1e5}, {"2.5E3x", 5, 2500}, {"7", 1, 7}, {"1e-3", 4, 1e-3}};
+    } cases[] = {
+        {"1e5", 1, 1}, {"1e55", 3, 1e5}, {"2.5E3x", 5, 2500}, {"7", 1, 7}, {"1e-3", 4, 1e-3}};
     double v;
     (void)state;
 
@@ -648,8 +689,8 @@ static void test_escapes(void **state)
     ms_prom_result_cleanup(&r);
 }
 
-#define SERIES_WITH_LABEL(value) \
-    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":" \
+#define SERIES_WITH_LABEL(value)                                                                   \
+    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":"         \
     "{\"a\":\"" value "\"},\"value\":[1,\"1\"]}]}}"
 
 static void test_bad_strings(void **state)
@@ -674,8 +715,8 @@ static void test_bad_strings(void **state)
     decode_fails("{\"status\":\"succ\\", 200, MS_PROM_TRUNCATED, NULL);
 }
 
-#define POINT_AT(t) \
-    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{}," \
+#define POINT_AT(t)                                                                                \
+    "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},"      \
     "\"value\":[" t ",\"1\"]}]}}"
 
 /* Timestamps are JSON numbers: the grammar, not strtod, says what is one. */
@@ -684,10 +725,11 @@ static void test_number_grammar(void **state)
     static const struct {
         const char *t;
         double want;
-    } good[] = {{"1e3", 1000}, {"-0.5", -0.5}, {"0", 0}, {"1E+2", 100}, {"25e-1", 2.5},
-                {"-0", 0},     {"0.125", 0.125}, {"1796077090.947", 1796077090.947}};
-    static const char *const bad[] = {"01", "1.", ".5", "+1", "-", "1e", "1e+", "0x10", "Infinity",
-                                      "NaN", "1.5.2", "--1", "- 1"};
+    } good[] = {
+        {"1e3", 1000},  {"-0.5", -0.5}, {"0", 0},         {"1E+2", 100},
+        {"25e-1", 2.5}, {"-0", 0},      {"0.125", 0.125}, {"1796077090.947", 1796077090.947}};
+    static const char *const bad[] = {"01",   "1.",       ".5",  "+1",    "-",   "1e", "1e+",
+                                      "0x10", "Infinity", "NaN", "1.5.2", "--1", "- 1"};
     char body[256];
     (void)state;
 
@@ -716,8 +758,9 @@ static void test_long_numbers(void **state)
     ms_prom_result_t r;
     (void)state;
 
-    decode_ok(POINT_AT("1796077090.9470000000000000000000000000000000000000000000000000000000000001"),
-              &r);
+    decode_ok(
+        POINT_AT("1796077090.9470000000000000000000000000000000000000000000000000000000000001"),
+        &r);
     assert_true(r.series[0].points[0].t == 1796077090.947);
     ms_prom_result_cleanup(&r);
     decode_ok(POINT_AT("17960770909470000000000000000000000000000000000000000000000000000000e-58"),
@@ -766,15 +809,16 @@ static void test_nesting(void **state)
  * passed over; so is anything after the first member of one name. */
 static void test_unknown_members(void **state)
 {
-#define ANY "\"u1\":null,\"u2\":true,\"u3\":false,\"u4\":-1.5e-3,\"u5\":\"s\\n\"," \
-            "\"u6\":{\"a\":[1,{\"b\":null},[]],\"c\":{}},\"u7\":[],\"u8\":0"
+#define ANY                                                                                        \
+    "\"u1\":null,\"u2\":true,\"u3\":false,\"u4\":-1.5e-3,\"u5\":\"s\\n\","                         \
+    "\"u6\":{\"a\":[1,{\"b\":null},[]],\"c\":{}},\"u7\":[],\"u8\":0"
     ms_prom_result_t r;
     (void)state;
 
-    decode_ok("{" ANY ",\"status\":\"success\"," ANY ",\"data\":{" ANY ",\"resultType\":\"vector\","
-              ANY ",\"result\":[{" ANY
-              ",\"metric\":{\"job\":\"a\",\"num\":1,\"obj\":{},\"job\":\"b\"},"
-              ANY ",\"value\":[1,\"2\"]," ANY ",\"value\":\"later\",\"metric\":7}]," ANY "},"
+    decode_ok("{" ANY ",\"status\":\"success\"," ANY ",\"data\":{" ANY
+              ",\"resultType\":\"vector\"," ANY ",\"result\":[{" ANY
+              ",\"metric\":{\"job\":\"a\",\"num\":1,\"obj\":{},\"job\":\"b\"}," ANY
+              ",\"value\":[1,\"2\"]," ANY ",\"value\":\"later\",\"metric\":7}]," ANY "},"
               "\"warnings\":[null,{},\"w\"],\"status\":\"error\"," ANY "}",
               &r);
     assert_int_equal(r.nseries, 1);

@@ -378,8 +378,12 @@ static void test_nested_parentheses(void **state)
 static void test_unicode_in_strings(void **state)
 {
     (void)state;
-    allowed("x{" NS ", label=\"\xc3\xbcn\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9 \xe2\x9c\x93 \xe6\x97\xa5" "\"}");
-    allowed("label_replace(x{" NS "}, \"a\", \"\xe2\x82\xac" "$1\", \"b\", \"(.*)\")");
+    allowed("x{" NS ", label=\"\xc3\xbcn\xc3\xaf"
+            "c\xc3\xb8"
+            "d\xc3\xa9 \xe2\x9c\x93 \xe6\x97\xa5"
+            "\"}");
+    allowed("label_replace(x{" NS "}, \"a\", \"\xe2\x82\xac"
+            "$1\", \"b\", \"(.*)\")");
     unreadable("x{" NS "} + \xc3\xbc", "byte 0xc3 at offset");
 }
 
@@ -454,9 +458,8 @@ static void test_aggregation_modifier_positions(void **state)
 static void test_info_function_refused(void **state)
 {
     (void)state;
-    refused("info(x{" NS "})",
-            "info() at offset 0 adds series no namespace matcher restricts "
-            "(--user-queries=namespaced)");
+    refused("info(x{" NS "})", "info() at offset 0 adds series no namespace matcher restricts "
+                               "(--user-queries=namespaced)");
     refused("1 + info(x{" NS "}, {__name__=\"target_info\", " NS "})",
             "info() at offset 4 adds series no namespace matcher restricts "
             "(--user-queries=namespaced)");
@@ -547,18 +550,21 @@ static void test_too_many_matchers(void **state)
 
 static void test_long_selector_is_cut_in_the_message(void **state)
 {
-    const char *q = "x{job=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}";
+    const char *q =
+        "x{job=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}";
     char err[MS_ERRBUF_SIZE];
 
     (void)state;
     assert_int_equal(ms_prom_user_query_check(MS_USER_QUERIES_NAMESPACED, q, err, sizeof err),
                      MS_ERR_INVALID);
-    assert_string_equal(err, "selector x{job=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... "
-                             "at offset 0 has no namespace=\"{{namespace}}\" matcher "
-                             "(--user-queries=namespaced)");
+    assert_string_equal(err,
+                        "selector x{job=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa... "
+                        "at offset 0 has no namespace=\"{{namespace}}\" matcher "
+                        "(--user-queries=namespaced)");
     /* A line break inside the selector becomes a space. */
-    refused("x{\njob=\"a\"}", "selector x{ job=\"a\"} at offset 0 has no namespace=\"{{namespace}}\" "
-                              "matcher (--user-queries=namespaced)");
+    refused("x{\njob=\"a\"}",
+            "selector x{ job=\"a\"} at offset 0 has no namespace=\"{{namespace}}\" "
+            "matcher (--user-queries=namespaced)");
 }
 
 static void test_small_error_buffers(void **state)
@@ -590,8 +596,8 @@ static bool all_in_shop(const ms_prom_selector_t *sel, void *ctx)
 
     for (size_t i = 0; i < sel->nmatchers; i++) {
         const ms_prom_matcher_t *m = &sel->matchers[i];
-        if (m->name_len == 9 && memcmp(m->name, "namespace", 9) == 0 &&
-            m->op == MS_PROM_MATCH_EQ && m->value_len == 6 && memcmp(m->value + 1, "shop", 4) == 0) {
+        if (m->name_len == 9 && memcmp(m->name, "namespace", 9) == 0 && m->op == MS_PROM_MATCH_EQ &&
+            m->value_len == 6 && memcmp(m->value + 1, "shop", 4) == 0) {
             (*n)++;
             return true;
         }
@@ -722,12 +728,12 @@ static void test_query_window(void **state)
     assert_true(window_of("rate(a[1h30m])") == 5400);
     assert_true(window_of("rate(a[500ms])") == 0.5);
     assert_true(window_of("rate(a[1d])") == 86400);
-    assert_true(window_of("rate(a[300])") == 300);    /* Prometheus 3: seconds */
+    assert_true(window_of("rate(a[300])") == 300); /* Prometheus 3: seconds */
     assert_true(window_of("max_over_time(rate(a[1m])[30m:1m])") == 1800);
     assert_true(window_of("rate(a[ 2m ])") == 120);
     assert_true(window_of("rate(a[5m] offset 1h)") == 300); /* offset is not a window */
-    assert_true(window_of("job:rejected:rate1m") == 0);      /* a recording rule hides it */
-    assert_true(window_of("rate(a[step()*2])") == 0);        /* an expression: unknown */
+    assert_true(window_of("job:rejected:rate1m") == 0);     /* a recording rule hides it */
+    assert_true(window_of("rate(a[step()*2])") == 0);       /* an expression: unknown */
     assert_true(window_of("rate(a[5mx])") == 0);
     /* Ranges in strings and comments are not read. */
     assert_true(window_of("sum(rate(a{pod=~\"web-[0-9]+\",x=\"[1h]\"}[10s])) # [1w]") == 10);

@@ -44,8 +44,10 @@ static void refused(const ms_prom_template_vars_t *v, const char *tmpl, const ch
 static void test_plain_values(void **state)
 {
     (void)state;
-    expands_to(&plain, "sum(rate(http_requests_total{namespace=\"{{namespace}}\",pod=~\"{{podRegex}}\"}[1m]))",
-               "sum(rate(http_requests_total{namespace=\"shop\",pod=~\"api-1|api-2\"}[1m]))");
+    expands_to(
+        &plain,
+        "sum(rate(http_requests_total{namespace=\"{{namespace}}\",pod=~\"{{podRegex}}\"}[1m]))",
+        "sum(rate(http_requests_total{namespace=\"shop\",pod=~\"api-1|api-2\"}[1m]))");
     expands_to(&plain, "x{a=\"{{ name }}\",k='{{kind}}'}", "x{a=\"api\",k='Deployment'}");
     expands_to(&plain, "no placeholders at all", "no placeholders at all");
     expands_to(&plain, "x{a=`{{namespace}}`}", "x{a=`shop`}");
@@ -65,7 +67,8 @@ static void test_string_escaping(void **state)
      * pods are not known: refused, not "", which would match no pod. */
     {
         const ms_prom_template_vars_t none = {NULL, NULL, NULL, NULL};
-        expands_to(&none, "x{n=\"{{namespace}}\",a=\"{{name}}\",k=\"{{kind}}\"}", "x{n=\"\",a=\"\",k=\"\"}");
+        expands_to(&none, "x{n=\"{{namespace}}\",a=\"{{name}}\",k=\"{{kind}}\"}",
+                   "x{n=\"\",a=\"\",k=\"\"}");
         refused(&none, "x{p=~\"{{podRegex}}\"}", "the target's pods are not known");
         expands_to(&none, "x{p=\"no placeholder\"}", "x{p=\"no placeholder\"}");
     }
@@ -126,12 +129,9 @@ static void test_regex_escape_and_pod_regex(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_values),
-        cmocka_unit_test(test_string_escaping),
-        cmocka_unit_test(test_regex_context),
-        cmocka_unit_test(test_lexing),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_regex_escape_and_pod_regex),
+        cmocka_unit_test(test_plain_values),  cmocka_unit_test(test_string_escaping),
+        cmocka_unit_test(test_regex_context), cmocka_unit_test(test_lexing),
+        cmocka_unit_test(test_refusals),      cmocka_unit_test(test_regex_escape_and_pod_regex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,7 +181,8 @@ static void expect_near(const ms_prom_object_obs_t *o, size_t metric, ms_prom_re
 }
 
 /* Gauges give exact values. */
-static void expect(const ms_prom_object_obs_t *o, size_t metric, ms_prom_reason_t reason, double value)
+static void expect(const ms_prom_object_obs_t *o, size_t metric, ms_prom_reason_t reason,
+                   double value)
 {
     expect_near(o, metric, reason, value, 1e-9 * fmax(1, fabs(value)));
 }
@@ -207,20 +208,20 @@ static void test_envoy_preset(void **state)
     objs[2] = object(&without, "shop", "gone");
     run(&f, objs, 3, 0);
     /* shop/api: two pods, 42 + (10 + 8) in flight, limits 100 + 200. */
-    expect(&f.out[0], 0, MS_PROM_OK, 20);   /* percent of the exported limit */
-    expect(&f.out[0], 1, MS_PROM_OK, 60);   /* AverageValue: the total */
-    expect(&f.out[0], 2, MS_PROM_OK, 30);   /* Value: per pod */
+    expect(&f.out[0], 0, MS_PROM_OK, 20); /* percent of the exported limit */
+    expect(&f.out[0], 1, MS_PROM_OK, 60); /* AverageValue: the total */
+    expect(&f.out[0], 2, MS_PROM_OK, 30); /* Value: per pod */
     /* mesh/web-0 exports no remaining_rq: only the spec limit helps. */
     expect(&f.out[1], 0, MS_PROM_NO_LIMIT, 0);
-    expect(&f.out[1], 3, MS_PROM_OK, 50);   /* 5 in flight of limit 10 */
+    expect(&f.out[1], 3, MS_PROM_OK, 50); /* 5 in flight of limit 10 */
     expect(&f.out[2], 0, MS_PROM_NO_DATA, 0);
     ms_prom_tick_stats(f.tick, &st);
     assert_int_equal(st.builtin_queries, 1);
     assert_int_equal(st.queries_sent, 1);
     assert_int_equal(f.runner.queries, 1);
     /* Only the objects' namespaces, each once. */
-    assert_non_null(strstr(f.runner.asked[0],
-                           "envoy_cluster_upstream_rq_active{cluster_name=~\"inbound\\\\|.*\",namespace=~\"shop|mesh\"}"));
+    assert_non_null(strstr(f.runner.asked[0], "envoy_cluster_upstream_rq_active{cluster_name=~"
+                                              "\"inbound\\\\|.*\",namespace=~\"shop|mesh\"}"));
     done(&f);
     ms_spec_cleanup(&with_limit);
     ms_spec_cleanup(&without);
@@ -309,9 +310,10 @@ static void test_cpu_preset_one_query_for_all_containers(void **state)
     ms_prom_tick_stats(f.tick, &st);
     assert_int_equal(st.queries_sent, 1);
     assert_non_null(strstr(f.runner.asked[0], "container=~\"istio-proxy|linkerd-proxy\""));
-    assert_non_null(strstr(f.runner.asked[0],
-                           "kube_pod_container_resource_limits{resource=\"cpu\",container=~\"istio-proxy|"
-                           "linkerd-proxy\",namespace=~\"shop|pay\"}"));
+    assert_non_null(
+        strstr(f.runner.asked[0],
+               "kube_pod_container_resource_limits{resource=\"cpu\",container=~\"istio-proxy|"
+               "linkerd-proxy\",namespace=~\"shop|pay\"}"));
     done(&f);
     ms_spec_cleanup(&istio);
     ms_spec_cleanup(&linkerd);
@@ -378,7 +380,8 @@ static ms_err_t run_numbers(void *ctx, ms_prom_query_t *qs, size_t n)
             fail_msg("not a vector(X): %s", qs[i].query);
         snprintf(body, sizeof body,
                  "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
-                 "[{\"metric\":{},\"value\":[1796001800,\"%.17g\"]}]}}", x);
+                 "[{\"metric\":{},\"value\":[1796001800,\"%.17g\"]}]}}",
+                 x);
         ms_prom_decode(body, strlen(body), 200, &qs[i].result);
     }
     return MS_OK;
@@ -399,8 +402,8 @@ static void spec_every_slot(ms_spec_t *s)
     for (size_t i = 0; i < MS_MAX_METRICS; i++) {
         add_metric(s, MS_SOURCE_PROMETHEUS, 0, MS_TARGET_VALUE, 10);
         s->metrics[i].query = vector_of(100 + (double)i);
-        s->saturation[i] = (ms_saturation_spec_t){true, vector_of(200 + (double)i),
-                                                  vector_of(300 + (double)i)};
+        s->saturation[i] =
+            (ms_saturation_spec_t){true, vector_of(200 + (double)i), vector_of(300 + (double)i)};
     }
     for (size_t d = 0; d < MS_MAX_DOWNSTREAMS; d++) {
         snprintf(s->downstreams[d].name, sizeof s->downstreams[d].name, "d%zu", d);
@@ -463,7 +466,6 @@ static void test_every_slot_at_once(void **state)
     ms_spec_cleanup(&s);
 }
 
-
 /* ---- fair shares of the round ---- */
 
 /* What the fair runner saw of one query, in send order. */
@@ -506,7 +508,8 @@ static ms_err_t run_fair(void *ctx, ms_prom_query_t *qs, size_t n)
             char body[256];
             snprintf(body, sizeof body,
                      "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
-                     "[{\"metric\":{},\"value\":[1796001800,\"%g\"]}]}}", s->x);
+                     "[{\"metric\":{},\"value\":[1796001800,\"%g\"]}]}}",
+                     s->x);
             ms_prom_decode(body, strlen(body), 200, r);
             r->seconds = 0.01;
             r->bytes = strlen(body);
@@ -642,13 +645,24 @@ static void test_negative_preset_values_are_missing(void **state)
 {
     static const route_t routes[] = {
         {"haproxy_server_current_sessions",
-         "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
-         PRESET_ROW("neg", "usage", "-3") "," PRESET_ROW("neg", "limit", "20") ","
-         PRESET_ROW("neg", "usage_all", "-3") "," PRESET_ROW("neg", "pods", "1") ","
-         PRESET_ROW("neglimit", "usage", "4") "," PRESET_ROW("neglimit", "limit", "-0.5") ","
-         PRESET_ROW("neglimit", "usage_all", "4") "," PRESET_ROW("neglimit", "pods", "1") ","
-         PRESET_ROW("ok", "usage", "6") "," PRESET_ROW("ok", "limit", "20") ","
-         PRESET_ROW("ok", "usage_all", "6") "," PRESET_ROW("ok", "pods", "2") "]}}"},
+         "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
+         "[" PRESET_ROW("neg", "usage", "-3") "," PRESET_ROW("neg", "limit", "20") "," PRESET_ROW("neg", "usage_all", "-3") "," PRESET_ROW("neg", "pods", "1") "," PRESET_ROW(
+             "neglimit", "usage",
+             "4") "," PRESET_ROW("neglimit", "limit",
+                                 "-0.5") "," PRESET_ROW("neglimit", "usage_all",
+                                                        "4") "," PRESET_ROW("neglimit", "pods",
+                                                                            "1") "," PRESET_ROW("o"
+                                                                                                "k",
+                                                                                                "us"
+                                                                                                "ag"
+                                                                                                "e",
+                                                                                                "6") "," PRESET_ROW("ok",
+                                                                                                                    "limit",
+                                                                                                                    "20") "," PRESET_ROW("ok",
+                                                                                                                                         "usage_all",
+                                                                                                                                         "6") "," PRESET_ROW("ok",
+                                                                                                                                                             "pods",
+                                                                                                                                                             "2") "]}}"},
     };
     ms_spec_t s;
     fixture_t f = {0};
@@ -776,7 +790,8 @@ static void test_retry_share_outside_0_1_is_missing(void **state)
 
         snprintf(body, sizeof body,
                  "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":"
-                 "[{\"metric\":{},\"value\":[1796001800,\"%g\"]}]}}", shares[i]);
+                 "[{\"metric\":{},\"value\":[1796001800,\"%g\"]}]}}",
+                 shares[i]);
         ms_spec_init(&s);
         s.retry_storm = (ms_retry_storm_spec_t){true, strdup("sum(retries) / sum(attempts)"), 0.3};
         objs[0] = object(&s, "shop", "web");

@@ -53,7 +53,7 @@ static void check_refused_n(const char *text, size_t len, ms_err_t want_err, con
 }
 
 #define VALUE(text, want) check_value((text), (want), __FILE__, __LINE__)
-#define REFUSED_N(text, len, err, mention) \
+#define REFUSED_N(text, len, err, mention)                                                         \
     check_refused_n((text), (len), (err), (mention), __FILE__, __LINE__)
 /* The usual refusal: bad syntax, and the message quotes the text. */
 #define REFUSED(text) REFUSED_N((text), strlen(text), MS_ERR_PARSE, "\"" text "\"")
@@ -273,7 +273,7 @@ static void test_parse_n_reads_nothing_past_an_unterminated_slice(void **state)
     static const struct {
         const char *text;
         double want;
-    } cases[] = {{"15", 15.0}, {"-7", -7.0}, {"1.5", 1.5}, {"2.", 2.0},
+    } cases[] = {{"15", 15.0},   {"-7", -7.0},    {"1.5", 1.5},    {"2.", 2.0},
                  {"3k", 3000.0}, {"1Ki", 1024.0}, {"2e3", 2000.0}, {"250m", 0.25}};
     char errbuf[MS_ERRBUF_SIZE] = "";
 

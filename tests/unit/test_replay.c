@@ -177,9 +177,13 @@ static ms_err_t replay(const char *fixture, int nmetrics, size_t max_bytes, seen
     spec_with(&spec, nmetrics);
     memset(seen, 0, sizeof *seen);
     rc = ms_replay_run(client,
-                       &(ms_replay_options_t){.spec = &spec, .namespace_name = "shop",
-                                              .from = 1796002155, .to = 1796002161, .step = 2,
-                                              .replicas_query = "", .max_bytes = max_bytes},
+                       &(ms_replay_options_t){.spec = &spec,
+                                              .namespace_name = "shop",
+                                              .from = 1796002155,
+                                              .to = 1796002161,
+                                              .step = 2,
+                                              .replicas_query = "",
+                                              .max_bytes = max_bytes},
                        on_tick, seen, &sum, errbuf, MS_ERRBUF_SIZE);
     ms_spec_cleanup(&spec);
     ms_prom_client_free(client);
@@ -263,19 +267,23 @@ static void one_step(one_step_t *st)
     st->d.current_replicas = 2;
     st->d.desired_replicas = 3;
     st->d.reason = MS_REASON_DesiredWithinRange;
-    st->tick = (ms_replay_tick_t){.time = 1796002155, .actual = 2, .read = &st->obs,
-                                  .obs = &st->obs, .why = &st->why, .decision = &st->d,
+    st->tick = (ms_replay_tick_t){.time = 1796002155,
+                                  .actual = 2,
+                                  .read = &st->obs,
+                                  .obs = &st->obs,
+                                  .why = &st->why,
+                                  .decision = &st->d,
                                   .memory = &st->mem};
 }
 
 /* What `call` wrote to `to`, into text (the caller frees it). */
-#define CAPTURE(text, call)                                                     \
-    do {                                                                        \
-        size_t capture_len;                                                     \
-        FILE *to = open_memstream(&(text), &capture_len);                       \
-        assert_non_null(to);                                                    \
-        call;                                                                   \
-        assert_int_equal(fclose(to), 0);                                        \
+#define CAPTURE(text, call)                                                                        \
+    do {                                                                                           \
+        size_t capture_len;                                                                        \
+        FILE *to = open_memstream(&(text), &capture_len);                                          \
+        assert_non_null(to);                                                                       \
+        call;                                                                                      \
+        assert_int_equal(fclose(to), 0);                                                           \
     } while (0)
 
 /* The table: a column per metric, the value over its target or why it is
@@ -312,8 +320,11 @@ static void table_and_json_lines_show_one_step(void **state)
 static void scenario_tick_and_summary_hold_what_was_given(void **state)
 {
     one_step_t st;
-    ms_replay_summary_t sum = {.steps = 4, .step = 15, .scale_events = 1,
-                               .first_scale_up = 1796002155, .first_actual_scale_up = NAN};
+    ms_replay_summary_t sum = {.steps = 4,
+                               .step = 15,
+                               .scale_events = 1,
+                               .first_scale_up = 1796002155,
+                               .first_actual_scale_up = NAN};
     cJSON *tick, *summary;
     const cJSON *up0;
     (void)state;

@@ -44,22 +44,21 @@ static void parse_ok(const char *text, const ms_scrape_family_t *f, size_t n, ms
 static void test_format_edges(void **state)
 {
     (void)state;
-    const char *text =
-        "# HELP http_in_flight Requests in flight.\r\n"
-        "# TYPE http_in_flight gauge\r\n"
-        "# a plain comment: anything { at all\n"
-        "\n"
-        "   \t\n"
-        "http_in_flight{code=\"200\",path=\"/a\",} 3 1700000000000\r\n"
-        "http_in_flight { code = \"500\" , path=\"/b\" } 4.5e0\n"
-        "http_in_flight{} 2\n"
-        "http_in_flight 1\n"
-        "http_in_flight{code=\"x\"} NaN\n"
-        "http_in_flight_total 100\n"
-        "other{a=\"1\"} +Inf\n"
-        "other{a=\"2\"} -1.5 -12\n"
-        "hist_bucket{le=\"+Inf\"} 7 # {trace_id=\"abc\"} 1.0\n"
-        "# EOF\n";
+    const char *text = "# HELP http_in_flight Requests in flight.\r\n"
+                       "# TYPE http_in_flight gauge\r\n"
+                       "# a plain comment: anything { at all\n"
+                       "\n"
+                       "   \t\n"
+                       "http_in_flight{code=\"200\",path=\"/a\",} 3 1700000000000\r\n"
+                       "http_in_flight { code = \"500\" , path=\"/b\" } 4.5e0\n"
+                       "http_in_flight{} 2\n"
+                       "http_in_flight 1\n"
+                       "http_in_flight{code=\"x\"} NaN\n"
+                       "http_in_flight_total 100\n"
+                       "other{a=\"1\"} +Inf\n"
+                       "other{a=\"2\"} -1.5 -12\n"
+                       "hist_bucket{le=\"+Inf\"} 7 # {trace_id=\"abc\"} 1.0\n"
+                       "# EOF\n";
     ms_scrape_family_t f[] = {fam("http_in_flight"), fam("other"), fam("hist_bucket"),
                               fam("absent")};
     ms_scrape_total_t t[4];
@@ -84,13 +83,14 @@ static void test_matchers(void **state)
                        "m{c=\"outbound|8080||web\"} 100\n"
                        "m 1000\n";
     ms_scrape_family_t f[] = {
-        fam1("m", "v", "a\"b\\c\nd", MS_SCRAPE_MATCH_EQ),  /* the unescaped value */
-        fam1("m", "v", "a\"b", MS_SCRAPE_MATCH_PREFIX),    /* both of the first two */
-        fam1("m", "v", "a\"b", MS_SCRAPE_MATCH_EQ),        /* only the second */
+        fam1("m", "v", "a\"b\\c\nd", MS_SCRAPE_MATCH_EQ), /* the unescaped value */
+        fam1("m", "v", "a\"b", MS_SCRAPE_MATCH_PREFIX),   /* both of the first two */
+        fam1("m", "v", "a\"b", MS_SCRAPE_MATCH_EQ),       /* only the second */
         fam1("m", "c", "inbound|", MS_SCRAPE_MATCH_PREFIX),
-        fam1("m", "v", "", MS_SCRAPE_MATCH_EQ),            /* absent label == "" */
-        {.name = "m", .matchers = {{"c", "inbound|", MS_SCRAPE_MATCH_PREFIX},
-                                   {"v", "a\"b", MS_SCRAPE_MATCH_EQ}}, .nmatchers = 2},
+        fam1("m", "v", "", MS_SCRAPE_MATCH_EQ), /* absent label == "" */
+        {.name = "m",
+         .matchers = {{"c", "inbound|", MS_SCRAPE_MATCH_PREFIX}, {"v", "a\"b", MS_SCRAPE_MATCH_EQ}},
+         .nmatchers = 2},
     };
     ms_scrape_total_t t[6];
 
@@ -151,8 +151,8 @@ static void test_garbage(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char err[MS_ERRBUF_SIZE] = "";
         ms_scrape_total_t t[1];
-        ms_err_t rc = ms_scrape_parse(cases[i].text, strlen(cases[i].text), f, 1, BIG, t, err,
-                                      sizeof err);
+        ms_err_t rc =
+            ms_scrape_parse(cases[i].text, strlen(cases[i].text), f, 1, BIG, t, err, sizeof err);
         if (rc != cases[i].code || strstr(err, cases[i].want) == NULL || strchr(err, '\n') != NULL)
             fail_msg("case %zu: got %s \"%s\", want %s \"%s\"", i, ms_err_name(rc), err,
                      ms_err_name(cases[i].code), cases[i].want);
@@ -175,7 +175,8 @@ static void test_caps(void **state)
     memset(line, ' ', MS_SCRAPE_MAX_LINE + 1);
     memcpy(line, "m 5", 3);
     line[MS_SCRAPE_MAX_LINE] = '\n';
-    assert_int_equal(ms_scrape_parse(line, MS_SCRAPE_MAX_LINE + 1, f, 1, BIG, t, err, sizeof err), MS_OK);
+    assert_int_equal(ms_scrape_parse(line, MS_SCRAPE_MAX_LINE + 1, f, 1, BIG, t, err, sizeof err),
+                     MS_OK);
     assert_true(t[0].sum == 5);
     line[MS_SCRAPE_MAX_LINE] = ' ';
     line[MS_SCRAPE_MAX_LINE + 1] = '\n';
@@ -214,7 +215,9 @@ static void test_chunks(void **state)
     char err[MS_ERRBUF_SIZE] = "";
 
     assert_non_null(p);
-    assert_int_equal(ms_scrape_parse(text, len, hp->families, hp->nfamilies, BIG, whole, err, sizeof err), MS_OK);
+    assert_int_equal(
+        ms_scrape_parse(text, len, hp->families, hp->nfamilies, BIG, whole, err, sizeof err),
+        MS_OK);
     for (size_t chunk = 1; chunk <= 4099; chunk += (chunk < 20 ? 1 : 613)) {
         ms_scrape_parser_init(p, hp->families, hp->nfamilies, BIG);
         for (size_t off = 0; off < len; off += chunk) {
@@ -243,7 +246,8 @@ static void fixture_totals(const char *name, const ms_scrape_preset_t *preset, m
     size_t len;
     char *text = read_fixture_file(MS_FIXTURES, name, &len);
     char err[MS_ERRBUF_SIZE] = "";
-    ms_err_t rc = ms_scrape_parse(text, len, preset->families, preset->nfamilies, BIG, t, err, sizeof err);
+    ms_err_t rc =
+        ms_scrape_parse(text, len, preset->families, preset->nfamilies, BIG, t, err, sizeof err);
 
     if (rc != MS_OK)
         fail_msg("%s: %s", name, err);
@@ -279,8 +283,9 @@ static void test_linkerd_recorded(void **state)
     (void)state;
     const ms_scrape_preset_t *lp = ms_scrape_preset(MS_SCRAPE_PROXY_LINKERD);
     ms_scrape_total_t t[MS_SCRAPE_MAX_FAMILIES];
-    ms_scrape_family_t req[] = {fam1("request_total", "direction", "inbound", MS_SCRAPE_MATCH_EQ),
-                                fam1("response_latency_ms_bucket", "le", "+Inf", MS_SCRAPE_MATCH_EQ)};
+    ms_scrape_family_t req[] = {
+        fam1("request_total", "direction", "inbound", MS_SCRAPE_MATCH_EQ),
+        fam1("response_latency_ms_bucket", "le", "+Inf", MS_SCRAPE_MATCH_EQ)};
     ms_scrape_total_t r[2];
     ms_scrape_rates_t rates;
     ms_scrape_pod_t pod;
@@ -422,8 +427,8 @@ static void test_rates(void **state)
 static void test_sample_size(void **state)
 {
     (void)state;
-    static const size_t n[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 4}, {10, 7},
-                                  {16, 9}, {100, 14}, {1000, 16}, {1000000, 16}};
+    static const size_t n[][2] = {{0, 0},  {1, 1},  {2, 2},    {3, 3},     {4, 4},       {5, 4},
+                                  {10, 7}, {16, 9}, {100, 14}, {1000, 16}, {1000000, 16}};
 
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) {
         /* Knative's populationMeanSampleSize, recomputed here. */
@@ -482,36 +487,50 @@ static void test_presets_and_url(void **state)
     assert_int_equal(ms_scrape_preset(MS_SCRAPE_PROXY_ENVOY)->port, 15090);
     assert_int_equal(ms_scrape_preset(MS_SCRAPE_PROXY_LINKERD)->port, 4191);
     assert_int_equal(ms_scrape_url(ms_scrape_preset(MS_SCRAPE_PROXY_LINKERD), "10.1.2.3", url,
-                                   sizeof url, err, sizeof err), MS_OK);
+                                   sizeof url, err, sizeof err),
+                     MS_OK);
     assert_string_equal(url, "http://10.1.2.3:4191/metrics");
     assert_int_equal(ms_scrape_url(ms_scrape_preset(MS_SCRAPE_PROXY_ENVOY), "fd00::1", url,
-                                   sizeof url, err, sizeof err), MS_OK);
+                                   sizeof url, err, sizeof err),
+                     MS_OK);
     assert_true(strncmp(url, "http://[fd00::1]:15090/stats/prometheus?filter=", 47) == 0);
     custom.port = 9101; /* overridden, as a spec may */
     custom.path = "/stats;csv";
     assert_int_equal(ms_scrape_url(&custom, "10.0.0.9", url, sizeof url, err, sizeof err), MS_OK);
     assert_string_equal(url, "http://10.0.0.9:9101/stats;csv");
-    assert_int_equal(ms_scrape_url(&custom, "10.0.0.9", small, sizeof small, err, sizeof err), MS_ERR_TOOLARGE);
+    assert_int_equal(ms_scrape_url(&custom, "10.0.0.9", small, sizeof small, err, sizeof err),
+                     MS_ERR_TOOLARGE);
     assert_int_equal(ms_scrape_url(&custom, "", url, sizeof url, err, sizeof err), MS_ERR_INVALID);
-    assert_int_equal(ms_scrape_url(&custom, "evil.example/x", url, sizeof url, err, sizeof err), MS_ERR_INVALID);
-    assert_int_equal(ms_scrape_url(&custom, "fe80::1%eth0", url, sizeof url, err, sizeof err), MS_ERR_INVALID);
+    assert_int_equal(ms_scrape_url(&custom, "evil.example/x", url, sizeof url, err, sizeof err),
+                     MS_ERR_INVALID);
+    assert_int_equal(ms_scrape_url(&custom, "fe80::1%eth0", url, sizeof url, err, sizeof err),
+                     MS_ERR_INVALID);
     custom.path = "metrics";
-    assert_int_equal(ms_scrape_url(&custom, "10.0.0.9", url, sizeof url, err, sizeof err), MS_ERR_INVALID);
+    assert_int_equal(ms_scrape_url(&custom, "10.0.0.9", url, sizeof url, err, sizeof err),
+                     MS_ERR_INVALID);
     custom.path = "/metrics";
     custom.port = 70000;
-    assert_int_equal(ms_scrape_url(&custom, "10.0.0.9", url, sizeof url, err, sizeof err), MS_ERR_INVALID);
+    assert_int_equal(ms_scrape_url(&custom, "10.0.0.9", url, sizeof url, err, sizeof err),
+                     MS_ERR_INVALID);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_format_edges),     cmocka_unit_test(test_matchers),
-        cmocka_unit_test(test_positive_only),    cmocka_unit_test(test_garbage),
-        cmocka_unit_test(test_caps),             cmocka_unit_test(test_chunks),
-        cmocka_unit_test(test_haproxy_recorded), cmocka_unit_test(test_linkerd_recorded),
-        cmocka_unit_test(test_envoy_recorded),   cmocka_unit_test(test_envoy_preset),
-        cmocka_unit_test(test_rates),            cmocka_unit_test(test_sample_size),
-        cmocka_unit_test(test_sample_order),     cmocka_unit_test(test_presets_and_url),
+        cmocka_unit_test(test_format_edges),
+        cmocka_unit_test(test_matchers),
+        cmocka_unit_test(test_positive_only),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_haproxy_recorded),
+        cmocka_unit_test(test_linkerd_recorded),
+        cmocka_unit_test(test_envoy_recorded),
+        cmocka_unit_test(test_envoy_preset),
+        cmocka_unit_test(test_rates),
+        cmocka_unit_test(test_sample_size),
+        cmocka_unit_test(test_sample_order),
+        cmocka_unit_test(test_presets_and_url),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

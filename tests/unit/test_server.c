@@ -50,20 +50,20 @@ static void counters_gauges_and_histograms_render(void **state)
 
     ms_buf_init(&out, 1 << 20);
     assert_int_equal(ms_metrics_render(m, &out), MS_OK);
-    assert_string_equal(out.data,
-        "# HELP meshscaler_decisions_total Decisions by reason.\n"
-        "# TYPE meshscaler_decisions_total counter\n"
-        "meshscaler_decisions_total{reason=\"ScaleUpLimit\"} 3\n"
-        "# HELP meshscaler_desired_replicas Desired replicas per object.\n"
-        "# TYPE meshscaler_desired_replicas gauge\n"
-        "meshscaler_desired_replicas{namespace=\"shop\",name=\"a\\\"b\\\\c\\nd\"} 8\n"
-        "# HELP meshscaler_sync_duration_seconds Sync duration.\n"
-        "# TYPE meshscaler_sync_duration_seconds histogram\n"
-        "meshscaler_sync_duration_seconds_bucket{le=\"0.1\"} 1\n"
-        "meshscaler_sync_duration_seconds_bucket{le=\"1\"} 2\n"
-        "meshscaler_sync_duration_seconds_bucket{le=\"+Inf\"} 3\n"
-        "meshscaler_sync_duration_seconds_sum 5.55\n"
-        "meshscaler_sync_duration_seconds_count 3\n");
+    assert_string_equal(
+        out.data, "# HELP meshscaler_decisions_total Decisions by reason.\n"
+                  "# TYPE meshscaler_decisions_total counter\n"
+                  "meshscaler_decisions_total{reason=\"ScaleUpLimit\"} 3\n"
+                  "# HELP meshscaler_desired_replicas Desired replicas per object.\n"
+                  "# TYPE meshscaler_desired_replicas gauge\n"
+                  "meshscaler_desired_replicas{namespace=\"shop\",name=\"a\\\"b\\\\c\\nd\"} 8\n"
+                  "# HELP meshscaler_sync_duration_seconds Sync duration.\n"
+                  "# TYPE meshscaler_sync_duration_seconds histogram\n"
+                  "meshscaler_sync_duration_seconds_bucket{le=\"0.1\"} 1\n"
+                  "meshscaler_sync_duration_seconds_bucket{le=\"1\"} 2\n"
+                  "meshscaler_sync_duration_seconds_bucket{le=\"+Inf\"} 3\n"
+                  "meshscaler_sync_duration_seconds_sum 5.55\n"
+                  "meshscaler_sync_duration_seconds_count 3\n");
     ms_buf_cleanup(&out);
     ms_metrics_free(m);
 }
@@ -171,16 +171,17 @@ static void endpoints_answer_over_http(void **state)
 {
     ms_metrics_t *m = ms_metrics_new();
     atomic_bool ready = false;
-    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
-                             .metrics = m, .ready = &ready};
+    ms_server_options_t o = {
+        .metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0", .metrics = m, .ready = &ready};
     char err[256];
     ms_server_t *s;
     ms_buf_t body;
     int mp, hp;
     (void)state;
 
-    ms_metrics_set(m, ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader", "Leader.", NULL, 0, NULL, 0),
-                   NULL, 1);
+    ms_metrics_set(
+        m, ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader", "Leader.", NULL, 0, NULL, 0),
+        NULL, 1);
     s = ms_server_start(&o, err, sizeof err);
     assert_non_null(s);
     mp = ms_server_metrics_port(s);
@@ -205,7 +206,8 @@ static void large_metrics_pages_arrive_whole(void **state)
 {
     ms_metrics_t *m = ms_metrics_new();
     const char *labels[] = {"name"};
-    int g = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_desired_replicas", "h", labels, 1, NULL, 0);
+    int g = ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_desired_replicas", "h", labels, 1,
+                              NULL, 0);
     ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m};
     char err[256], name[32];
     ms_server_t *s;
@@ -278,8 +280,8 @@ static reply_t fetch_cancellable(const char *url, const char *auth, const char *
     ms_http_options_t o = {.connect_timeout_ms = timeout_ms};
     ms_http_client_t *c;
     ms_http_response_t resp;
-    ms_http_request_t req = {.url = url, .timeout_ms = timeout_ms ? timeout_ms : 60000,
-                             .cancel = cancel};
+    ms_http_request_t req = {
+        .url = url, .timeout_ms = timeout_ms ? timeout_ms : 60000, .cancel = cancel};
     reply_t r = {0};
 
     if (ca_pem != NULL) {
@@ -328,8 +330,8 @@ typedef struct {
     atomic_bool have_thread;
     atomic_bool gate_open; /* "gate": the first call waits until the test opens it */
     atomic_bool gate_used;
-    atomic_int holding;  /* "hold": checks running now; each waits for release */
-    atomic_bool held;    /* a "hold" check has started */
+    atomic_int holding; /* "hold": checks running now; each waits for release */
+    atomic_bool held;   /* a "hold" check has started */
     atomic_bool release;
     atomic_bool good_cached; /* "good" was allowed once: the lookup knows it */
     atomic_int lookups;      /* requests with a token the server has looked up */
@@ -386,8 +388,9 @@ static ms_metrics_t *leader_metrics(void)
 {
     ms_metrics_t *m = ms_metrics_new();
 
-    ms_metrics_set(m, ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader", "Leader.", NULL, 0, NULL, 0),
-                   NULL, 1);
+    ms_metrics_set(
+        m, ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader", "Leader.", NULL, 0, NULL, 0),
+        NULL, 1);
     return m;
 }
 
@@ -396,9 +399,13 @@ static void every_decision_has_its_status(void **state)
     ms_metrics_t *m = leader_metrics();
     static fake_t f;
     static atomic_bool ready = true;
-    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
-                             .metrics = m, .ready = &ready, .metrics_tls = true,
-                             .authorize = fake_authorize, .authorize_ctx = &f};
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0",
+                             .health_addr = "127.0.0.1:0",
+                             .metrics = m,
+                             .ready = &ready,
+                             .metrics_tls = true,
+                             .authorize = fake_authorize,
+                             .authorize_ctx = &f};
     static char err[256], url[96], health[96], plain[96];
     ms_server_t *s;
     reply_t r;
@@ -505,8 +512,11 @@ static void a_slow_check_blocks_neither_probes_nor_shutdown(void **state)
 {
     ms_metrics_t *m = leader_metrics();
     static fake_t f;
-    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
-                             .metrics = m, .metrics_tls = true, .authorize = fake_authorize,
+    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0",
+                             .health_addr = "127.0.0.1:0",
+                             .metrics = m,
+                             .metrics_tls = true,
+                             .authorize = fake_authorize,
                              .authorize_ctx = &f};
     static char err[256], url[96], health[96];
     static job_t slow = {.auth = "Bearer hold"}, gone = {.auth = "Bearer hold", .cancel = &f.held};
@@ -566,11 +576,15 @@ static void a_slow_check_blocks_neither_probes_nor_shutdown(void **state)
 static ms_server_options_t secure_options(ms_metrics_t *m, fake_t *f, bool lookup, size_t most,
                                           size_t per_peer)
 {
-    return (ms_server_options_t){.metrics_addr = "127.0.0.1:0", .health_addr = "0",
-                                 .metrics = m, .metrics_tls = true,
+    return (ms_server_options_t){.metrics_addr = "127.0.0.1:0",
+                                 .health_addr = "0",
+                                 .metrics = m,
+                                 .metrics_tls = true,
                                  .authorize = fake_authorize,
-                                 .lookup = lookup ? fake_lookup : NULL, .authorize_ctx = f,
-                                 .max_pending_auth = most, .max_pending_auth_per_peer = per_peer};
+                                 .lookup = lookup ? fake_lookup : NULL,
+                                 .authorize_ctx = f,
+                                 .max_pending_auth = most,
+                                 .max_pending_auth_per_peer = per_peer};
 }
 
 /* Join n fetch jobs; how many were answered with status. */
@@ -604,8 +618,11 @@ static void too_many_waiting_checks_get_503(void **state)
     assert_non_null(s);
     snprintf(url, sizeof url, "https://127.0.0.1:%d/metrics", ms_server_metrics_port(s));
     for (int i = 0; i < N; i++) {
-        jobs[i] = (job_t){.url = url, .auth = "Bearer gate", .timeout_ms = 150000,
-                          .until_answered = true, .done = &done};
+        jobs[i] = (job_t){.url = url,
+                          .auth = "Bearer gate",
+                          .timeout_ms = 150000,
+                          .until_answered = true,
+                          .done = &done};
         pthread_create(&threads[i], NULL, fetch_job, &jobs[i]);
     }
     /* The first check holds the queue closed until the test opens it, so
@@ -636,8 +653,11 @@ static void flood(job_t *jobs, pthread_t *threads, int n, int first, const char 
 {
     for (int i = 0; i < n; i++) {
         snprintf(auth[i], sizeof auth[i], "Bearer flood-%d", first + i);
-        jobs[i] = (job_t){.url = url, .auth = auth[i], .timeout_ms = 150000,
-                          .until_answered = true, .done = done};
+        jobs[i] = (job_t){.url = url,
+                          .auth = auth[i],
+                          .timeout_ms = 150000,
+                          .until_answered = true,
+                          .done = done};
         pthread_create(&threads[i], NULL, fetch_job, &jobs[i]);
     }
 }
@@ -801,8 +821,8 @@ static void certificate_files_serve_and_verify(void **state)
     ms_metrics_t *m = leader_metrics();
     ms_buf_t cert, key, other_cert, other_key;
     char dir[] = "/tmp/ms-test-tls-XXXXXX", crt[64], kf[64], okf[64], err[256], url[96];
-    ms_server_options_t o = {.metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m,
-                             .metrics_tls = true};
+    ms_server_options_t o = {
+        .metrics_addr = "127.0.0.1:0", .health_addr = "0", .metrics = m, .metrics_tls = true};
     ms_server_t *s;
     reply_t r;
     (void)state;
@@ -857,8 +877,8 @@ static void certificate_files_serve_and_verify(void **state)
     assert_non_null(strstr(err, "needs its key"));
 
     /* Tokens never travel in clear. */
-    o = (ms_server_options_t){.metrics_addr = "127.0.0.1:0", .health_addr = "0",
-                              .authorize = fake_authorize};
+    o = (ms_server_options_t){
+        .metrics_addr = "127.0.0.1:0", .health_addr = "0", .authorize = fake_authorize};
     assert_null(ms_server_start(&o, err, sizeof err));
     assert_non_null(strstr(err, "needs TLS"));
 

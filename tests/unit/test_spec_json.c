@@ -99,7 +99,8 @@ static void check_accepted(const char *squoted, bool offline, const char *file, 
         fail_msg("%s:%d: refused (%s): %s", file, line, ms_err_name(err), errbuf);
 }
 
-#define REFUSED(spec, offline, message) check_refused((spec), (offline), (message), __FILE__, __LINE__)
+#define REFUSED(spec, offline, message)                                                            \
+    check_refused((spec), (offline), (message), __FILE__, __LINE__)
 #define ACCEPTED(spec, offline) check_accepted((spec), (offline), __FILE__, __LINE__)
 
 /* Read a spec that must be valid; the test cleans it up. */
@@ -299,8 +300,9 @@ static void test_downstream_budget_is_a_dns_label(void **state)
              SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
                        " 'perReplica': 5, 'budget': '%sa'}]}"),
              name63);
-    REFUSED(spec, true,
-            "spec.guardrails.downstream[0].budget: must be a DNS-1123 label (at most 63 characters)");
+    REFUSED(
+        spec, true,
+        "spec.guardrails.downstream[0].budget: must be a DNS-1123 label (at most 63 characters)");
     snprintf(spec, sizeof spec,
              SPEC_WITH(", 'guardrails': {'downstream': [{'name': 'db', 'limit': 100,"
                        " 'perReplica': 5, 'budget': '%s'}]}"),
@@ -358,14 +360,15 @@ static void test_quantity_strings_are_accepted(void **state)
     ms_spec_t s;
 
     (void)state;
-    read_valid("{'maxReplicas': 10, 'metrics': ["
-               " {'name': 'rps', 'type': 'Prometheus',"
-               "  'target': {'type': 'AverageValue', 'averageValue': '1.5k'}},"
-               " {'name': 'conc', 'type': 'SidecarConcurrency',"
-               "  'sidecarConcurrency': {'proxy': 'envoy', 'limit': '2k'},"
-               "  'target': {'type': 'Value', 'value': '500m'}}],"
-               " 'guardrails': {'downstream': [{'name': 'db', 'limit': '1Ki', 'perReplica': '2.5'}]}}",
-               true, &s);
+    read_valid(
+        "{'maxReplicas': 10, 'metrics': ["
+        " {'name': 'rps', 'type': 'Prometheus',"
+        "  'target': {'type': 'AverageValue', 'averageValue': '1.5k'}},"
+        " {'name': 'conc', 'type': 'SidecarConcurrency',"
+        "  'sidecarConcurrency': {'proxy': 'envoy', 'limit': '2k'},"
+        "  'target': {'type': 'Value', 'value': '500m'}}],"
+        " 'guardrails': {'downstream': [{'name': 'db', 'limit': '1Ki', 'perReplica': '2.5'}]}}",
+        true, &s);
     assert_true(s.metrics[0].target == 1500.0);
     assert_true(s.metrics[1].limit == 2000.0);
     assert_true(s.metrics[1].target == 0.5);
@@ -451,7 +454,8 @@ static void test_scale_target_ref_is_required_online_only(void **state)
 static void test_refuses_min_above_max(void **state)
 {
     (void)state;
-    REFUSED(SPEC_WITH(", 'minReplicas': 11"), true, "spec.maxReplicas: 10 is less than minReplicas 11");
+    REFUSED(SPEC_WITH(", 'minReplicas': 11"), true,
+            "spec.maxReplicas: 10 is less than minReplicas 11");
     REFUSED(SPEC_WITH(", 'minReplicas': 0"), true, "spec.minReplicas: must be at least 1");
     REFUSED("{'metrics': [" METRIC_M "]}", true, "spec.maxReplicas: required");
     REFUSED(SPEC_WITH(", 'minReplicas': 2.5"), true, "spec.minReplicas: not an integer");

@@ -191,8 +191,9 @@ static void test_fresh_status_has_every_field(void **state)
     assert_non_null(strstr(str(ld, "message"), "sidecar 91.23 asks 6"));
 
     /* Seven conditions in a fixed order, each complete. */
-    static const char *const types[] = {"AbleToScale", "ScalingActive", "ScalingLimited",
-                                        "DownstreamLimited", "RetryStorm", "Saturated", "DryRun"};
+    static const char *const types[] = {
+        "AbleToScale", "ScalingActive", "ScalingLimited", "DownstreamLimited",
+        "RetryStorm",  "Saturated",     "DryRun"};
     cJSON_ArrayForEach(c, get(st, "conditions"))
     {
         assert_string_equal(str(c, "type"), types[nconds]);
@@ -603,8 +604,8 @@ static void test_guardrail_conditions(void **state)
      * downstream cap does, and the condition says the split. */
     snprintf(spec.downstreams[0].budget, sizeof spec.downstreams[0].budget, "edge");
     d.nbudgets = 1;
-    d.budgets[0] = (ms_budget_result_t){.downstream = 0, .bound = true, .members = 2,
-                                        .room = 40, .ask = 3, .grant = 1};
+    d.budgets[0] = (ms_budget_result_t){
+        .downstream = 0, .bound = true, .members = 2, .room = 40, .ask = 3, .grant = 1};
     d.reason = MS_REASON_DownstreamLimit;
     input(&in, NULL, &spec, &d, T0);
     st = build(&in, &changed);

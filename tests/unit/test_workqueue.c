@@ -24,7 +24,10 @@ typedef struct {
     _Atomic double t;
 } fake_clock_t;
 
-static double fake_now(void *ctx) { return atomic_load(&((fake_clock_t *)ctx)->t); }
+static double fake_now(void *ctx)
+{
+    return atomic_load(&((fake_clock_t *)ctx)->t);
+}
 
 static ms_workqueue_t *fake_queue(fake_clock_t *clk)
 {
@@ -188,7 +191,7 @@ static void test_done_without_add_forgets_key(void **state)
     ms_workqueue_add(q, "a/x");
     expect_key(q, "a/x");
     expect_empty(q);
-    ms_workqueue_done(q, "a/x");     /* twice: ignored */
+    ms_workqueue_done(q, "a/x");        /* twice: ignored */
     ms_workqueue_done(q, "never/seen"); /* unknown: ignored */
     assert_int_equal(ms_workqueue_processing(q), 0);
     ms_workqueue_free(q);
@@ -358,8 +361,8 @@ static void test_rate_limited_caps_at_max(void **state)
 static void test_rate_limit_options(void **state)
 {
     fake_clock_t clk;
-    ms_workqueue_options_t o = {.base_delay = 1, .max_delay = 4, .clock = fake_now,
-                                .clock_ctx = &clk};
+    ms_workqueue_options_t o = {
+        .base_delay = 1, .max_delay = 4, .clock = fake_now, .clock_ctx = &clk};
     ms_workqueue_t *q;
     const double want[] = {1, 2, 4, 4, 4};
 
@@ -518,8 +521,7 @@ static void *holder_main(void *arg)
     holder_t *h = arg;
     double secs = h->hold;
 
-    nanosleep(&(struct timespec){(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)},
-              NULL);
+    nanosleep(&(struct timespec){(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)}, NULL);
     ms_workqueue_done(h->q, h->key);
     return NULL;
 }

@@ -130,9 +130,12 @@ static int respond(int fd, int status, const char *body, int keep_alive)
 {
     char head[256];
     int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s\r\n", status,
-                     status == 200 ? "OK" : status == 404 ? "Not Found" : "Service Unavailable", strlen(body),
-                     keep_alive ? "" : "Connection: close\r\n");
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n%s\r\n",
+                     status,
+                     status == 200   ? "OK"
+                     : status == 404 ? "Not Found"
+                                     : "Service Unavailable",
+                     strlen(body), keep_alive ? "" : "Connection: close\r\n");
     if (write_all(fd, head, (size_t)n) != 0)
         return -1;
     return write_all(fd, body, strlen(body));
@@ -171,7 +174,9 @@ static int handle(int fd, const char *target, int keep_alive)
         return respond(fd, 200, "ok\n", keep_alive) == 0 ? 200 : -1;
     if (strcmp(target, "/readyz") == 0) {
         int ready = now_mono() >= ready_at;
-        return respond(fd, ready ? 200 : 503, ready ? "ready\n" : "starting\n", keep_alive) == 0 ? 200 : -1;
+        return respond(fd, ready ? 200 : 503, ready ? "ready\n" : "starting\n", keep_alive) == 0
+                   ? 200
+                   : -1;
     }
     if (strcmp(target, "/metrics") == 0) {
         snprintf(body, sizeof body,
@@ -180,8 +185,8 @@ static int handle(int fd, const char *target, int keep_alive)
                  "# TYPE app_workers gauge\napp_workers %ld\n"
                  "# TYPE app_pool_connections gauge\napp_pool_connections %ld\n"
                  "# TYPE app_pool_connections_wanted gauge\napp_pool_connections_wanted %ld\n",
-                 atomic_load(&requests_total), atomic_load(&in_flight), workers, atomic_load(&pool_up),
-                 pool_conns);
+                 atomic_load(&requests_total), atomic_load(&in_flight), workers,
+                 atomic_load(&pool_up), pool_conns);
         return respond(fd, 200, body, keep_alive) == 0 ? 200 : -1;
     }
     if (strncmp(target, "/sleep", 6) == 0) {
@@ -194,7 +199,8 @@ static int handle(int fd, const char *target, int keep_alive)
     }
     if (strcmp(target, "/") == 0 || strncmp(target, "/work", 5) == 0) {
         if (pool_required && atomic_load(&pool_up) == 0)
-            return respond(fd, 503, "no connection to the downstream\n", keep_alive) == 0 ? 503 : -1;
+            return respond(fd, 503, "no connection to the downstream\n", keep_alive) == 0 ? 503
+                                                                                          : -1;
         long us = query_long(target, "ms", -1, 1000);
         us = us >= 0 ? us * 1000 : query_long(target, "us", cpu_us, 1000000);
         atomic_fetch_add(&in_flight, 1);
@@ -227,12 +233,14 @@ static void serve(int fd)
         }
         *end = '\0';
         char method[16], target[1024], version[16];
-        if (sscanf(buf, "%15s %1023s %15s", method, target, version) != 3 || strcmp(method, "GET") != 0 ||
-            strcasestr(buf, "\r\ncontent-length:") != NULL || strcasestr(buf, "\r\ntransfer-encoding:") != NULL) {
+        if (sscanf(buf, "%15s %1023s %15s", method, target, version) != 3 ||
+            strcmp(method, "GET") != 0 || strcasestr(buf, "\r\ncontent-length:") != NULL ||
+            strcasestr(buf, "\r\ntransfer-encoding:") != NULL) {
             respond(fd, 404, "only GET without a body\n", 0);
             return;
         }
-        int keep_alive = strcmp(version, "HTTP/1.1") == 0 && strcasestr(buf, "\r\nconnection: close") == NULL;
+        int keep_alive =
+            strcmp(version, "HTTP/1.1") == 0 && strcasestr(buf, "\r\nconnection: close") == NULL;
         if (handle(fd, target, keep_alive) < 0 || !keep_alive)
             return;
         size_t used = (size_t)(end + 4 - buf);
@@ -300,7 +308,8 @@ static void *pool_connection(void *arg)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
         }
-        if (fd >= 0 && connect(fd, (struct sockaddr *)&pool_addr, sizeof pool_addr) == 0 && pool_ping(fd) == 0) {
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&pool_addr, sizeof pool_addr) == 0 &&
+            pool_ping(fd) == 0) {
             atomic_fetch_add(&pool_up, 1);
             do
                 sleep_ms(2000);
@@ -383,7 +392,9 @@ int main(void)
     }
     if (start_pool() != 0)
         return 2;
-    fprintf(stderr, "app: listening on :%ld, %ld workers, %ld us CPU and %ld ms wait per request, pool of %ld\n",
+    fprintf(stderr,
+            "app: listening on :%ld, %ld workers, %ld us CPU and %ld ms wait per request, pool of "
+            "%ld\n",
             port, workers, cpu_us, hold_ms, pool_conns);
 
     for (;;) {

@@ -302,8 +302,8 @@ static void run_loop(run_t *run)
     double drain_until = 0;
 
     run->start = ms_clock_monotonic();
-    run->next_arrival = ms_load_next_arrival(&opt->profile, opt->arrivals, 0, opt->duration_s,
-                                             &run->arrival_rng);
+    run->next_arrival =
+        ms_load_next_arrival(&opt->profile, opt->arrivals, 0, opt->duration_s, &run->arrival_rng);
     for (;;) {
         double t = ms_clock_monotonic() - run->start, next_event;
         int running = 0;
@@ -440,11 +440,10 @@ static void install_signals(void)
 }
 
 /* Serve /metrics when asked; *server NULL otherwise. false when it cannot bind. */
-static bool start_server(const ms_load_options_t *opt, ms_metrics_t *registry,
-                         ms_server_t **server)
+static bool start_server(const ms_load_options_t *opt, ms_metrics_t *registry, ms_server_t **server)
 {
-    ms_server_options_t so = {.metrics_addr = opt->metrics_addr, .health_addr = "0",
-                              .metrics = registry};
+    ms_server_options_t so = {
+        .metrics_addr = opt->metrics_addr, .health_addr = "0", .metrics = registry};
     char errbuf[MS_ERRBUF_SIZE] = "";
 
     *server = NULL;

@@ -90,7 +90,7 @@ const char *ms_load_result_name(ms_load_result_t r);
 ms_load_result_t ms_load_result_of_status(long status);
 
 typedef enum {
-    MS_LOAD_RETRY_NONE = 0, /* none */
+    MS_LOAD_RETRY_NONE = 0,  /* none */
     MS_LOAD_RETRY_IMMEDIATE, /* immediate:N */
     MS_LOAD_RETRY_BOUNDED,   /* bounded:N:DELAY_MS */
     MS_LOAD_RETRY_BACKOFF,   /* backoff:N:BASE_MS:CAP_MS, full jitter */
@@ -186,12 +186,12 @@ typedef struct {
     uint64_t failures;  /* logical requests that ended otherwise */
     uint64_t attempts;  /* attempts of the finished logical requests */
     uint64_t by_result[MS_LOAD_RESULT_COUNT]; /* every finished attempt */
-    uint64_t drops;     /* arrivals refused by --max-in-flight */
-    uint64_t abandoned; /* logical requests still unfinished at exit */
-    double max_lag_s;   /* the latest an arrival started after its due time: past a few
-                         * ms the client, not the server, shapes the load */
-    double duration_s;  /* --duration, or until the signal */
-    double expected;    /* the arrivals the profile asks for */
+    uint64_t drops;                           /* arrivals refused by --max-in-flight */
+    uint64_t abandoned;                       /* logical requests still unfinished at exit */
+    double max_lag_s;         /* the latest an arrival started after its due time: past a few
+                               * ms the client, not the server, shapes the load */
+    double duration_s;        /* --duration, or until the signal */
+    double expected;          /* the arrivals the profile asks for */
     ms_load_sketch_t latency; /* logical requests, first attempt to last answer */
 } ms_load_stats_t;
 

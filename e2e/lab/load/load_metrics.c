@@ -53,15 +53,15 @@ ms_err_t ms_load_metrics_init(ms_load_metrics_t *m)
         "Logical request latency from its scheduled arrival to its last answer, retries included.",
         NULL, 0, latency_buckets, sizeof latency_buckets / sizeof latency_buckets[0]);
     m->offered = ms_metrics_family(r, MS_METRIC_GAUGE, "meshscaler_load_offered_rate",
-                                   "Logical requests per second the profile asks for now.", NULL,
-                                   0, NULL, 0);
+                                   "Logical requests per second the profile asks for now.", NULL, 0,
+                                   NULL, 0);
     m->in_flight = ms_metrics_family(r, MS_METRIC_GAUGE, "meshscaler_load_in_flight",
                                      "Logical requests started and not finished (attempt running "
                                      "or waiting to retry).",
                                      NULL, 0, NULL, 0);
-    m->retry_share = ms_metrics_family(r, MS_METRIC_GAUGE, "meshscaler_load_retry_share",
-                                       "Attempts per finished logical request, minus one.", NULL,
-                                       0, NULL, 0);
+    m->retry_share =
+        ms_metrics_family(r, MS_METRIC_GAUGE, "meshscaler_load_retry_share",
+                          "Attempts per finished logical request, minus one.", NULL, 0, NULL, 0);
     m->drops = ms_metrics_family(r, MS_METRIC_COUNTER, "meshscaler_load_client_drops_total",
                                  "Arrivals not sent because --max-in-flight requests were "
                                  "already in flight.",
@@ -104,7 +104,10 @@ void ms_load_metrics_finish(ms_load_metrics_t *m, bool success, double latency_s
     ms_metrics_observe(m->registry, m->latency, NULL, latency_s);
 }
 
-void ms_load_metrics_drop(ms_load_metrics_t *m) { ms_metrics_add(m->registry, m->drops, NULL, 1); }
+void ms_load_metrics_drop(ms_load_metrics_t *m)
+{
+    ms_metrics_add(m->registry, m->drops, NULL, 1);
+}
 
 void ms_load_metrics_arrival(ms_load_metrics_t *m)
 {

@@ -32,8 +32,7 @@ static bool parse_double(const char *text, double lo, double hi, double *out)
 
     errno = 0;
     *out = strtod(text, &end);
-    return end != text && *end == '\0' && errno == 0 && isfinite(*out) && *out >= lo &&
-           *out <= hi;
+    return end != text && *end == '\0' && errno == 0 && isfinite(*out) && *out >= lo && *out <= hi;
 }
 
 static bool parse_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -67,8 +66,8 @@ static bool apply_flag(ms_load_options_t *o, const char *flag, const char *value
         return ms_load_terminal_parse(value, &o->terminal, errbuf, errlen);
     } else if (strcmp(flag, "--arrivals") == 0) {
         ok = strcmp(value, "poisson") == 0 || strcmp(value, "uniform") == 0;
-        o->arrivals = strcmp(value, "uniform") == 0 ? MS_LOAD_ARRIVALS_UNIFORM
-                                                    : MS_LOAD_ARRIVALS_POISSON;
+        o->arrivals =
+            strcmp(value, "uniform") == 0 ? MS_LOAD_ARRIVALS_UNIFORM : MS_LOAD_ARRIVALS_POISSON;
     } else if (strcmp(flag, "--duration") == 0) {
         ok = parse_double(value, 0.001, 86400, &o->duration_s);
     } else if (strcmp(flag, "--max-in-flight") == 0) {

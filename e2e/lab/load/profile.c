@@ -14,7 +14,10 @@
 #define MAX_RATE 1e6
 #define MAX_SECONDS 86400.0
 
-void ms_load_rng_seed(ms_load_rng_t *rng, uint64_t seed) { rng->state = seed; }
+void ms_load_rng_seed(ms_load_rng_t *rng, uint64_t seed)
+{
+    rng->state = seed;
+}
 
 double ms_load_rng_uniform(ms_load_rng_t *rng)
 {
@@ -48,7 +51,10 @@ bool ms__load_numbers(const char *text, double *values, size_t max, size_t *n)
     }
 }
 
-static bool in_range(double v, double lo, double hi) { return v >= lo && v <= hi; }
+static bool in_range(double v, double lo, double hi)
+{
+    return v >= lo && v <= hi;
+}
 
 /* The numbers after "name:" for a profile of that name, count checked. */
 static bool profile_fields(const char *text, const char *name, double *v, size_t min, size_t max,
@@ -142,8 +148,12 @@ static int compare_doubles(const void *a, const void *b)
  * each piece is exact (a step's jump sits on a corner). */
 double ms_load_profile_expected(const ms_load_profile_t *p, double duration)
 {
-    double corner[6] = {0, duration, p->at_s, p->at_s + p->ramp_s,
-                        p->at_s + p->ramp_s + p->hold_s, p->at_s + 2 * p->ramp_s + p->hold_s};
+    double corner[6] = {0,
+                        duration,
+                        p->at_s,
+                        p->at_s + p->ramp_s,
+                        p->at_s + p->ramp_s + p->hold_s,
+                        p->at_s + 2 * p->ramp_s + p->hold_s};
     double sum = 0;
 
     qsort(corner, 6, sizeof corner[0], compare_doubles);

@@ -34,9 +34,15 @@ ms_load_result_t ms_load_result_of_status(long status)
     return MS_LOAD_RESULT_2XX;
 }
 
-static bool is_count(double v) { return v >= 0 && v <= MAX_RETRIES && v == floor(v); }
+static bool is_count(double v)
+{
+    return v >= 0 && v <= MAX_RETRIES && v == floor(v);
+}
 
-static bool is_delay_ms(double v) { return v >= 0 && v <= MAX_DELAY_MS; }
+static bool is_delay_ms(double v)
+{
+    return v >= 0 && v <= MAX_DELAY_MS;
+}
 
 /* The fields after "name:", exactly want of them. */
 static bool retry_fields(const char *text, const char *name, double *v, size_t want)
@@ -128,8 +134,7 @@ static bool is_terminal(const ms_load_terminal_t *t, long status)
     return false;
 }
 
-double ms_load_backoff_delay(double base_s, double cap_s, unsigned retries_done,
-                             ms_load_rng_t *rng)
+double ms_load_backoff_delay(double base_s, double cap_s, unsigned retries_done, ms_load_rng_t *rng)
 {
     /* 2^40 times any positive base is past any cap: stop doubling there. */
     double ceiling = ldexp(base_s, retries_done < 40 ? (int)retries_done : 40);

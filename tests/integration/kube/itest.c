@@ -25,7 +25,8 @@ void it_init(const char *name)
     it.bindir = getenv("MS_IT_BINDIR");
     it.srcdir = getenv("MS_IT_SRCDIR");
     if (!it.state || !it.admin || !it.restricted || !it.kubectl || !it.apiserver_sh || !it.srcdir) {
-        fprintf(stderr, "%s: no control plane (run tests/integration/kube/run.sh); skipped\n", name);
+        fprintf(stderr, "%s: no control plane (run tests/integration/kube/run.sh); skipped\n",
+                name);
         exit(77);
     }
     ms_log_setup(getenv("MS_IT_DEBUG") ? MS_LOG_DEBUG : MS_LOG_WARN, MS_LOG_TEXT, NULL);
@@ -140,7 +141,8 @@ ms_kube_client_t *it_client(const char *kubeconfig, const ms_kube_client_options
 
 const char *it_whoami(ms_kube_client_t *c, char *buf, size_t cap)
 {
-    static const char body[] = "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}";
+    static const char body[] =
+        "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}";
     ms_kube_error_t kerr;
     cJSON *out = NULL;
 
@@ -149,7 +151,8 @@ const char *it_whoami(ms_kube_client_t *c, char *buf, size_t cap)
         snprintf(buf, cap, "error: %s", kerr.message);
         return buf;
     }
-    const cJSON *u = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "status"), "userInfo"), "username");
+    const cJSON *u = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(out, "status"), "userInfo"), "username");
     snprintf(buf, cap, "%s", cJSON_IsString(u) ? u->valuestring : "(no username)");
     cJSON_Delete(out);
     return buf;

@@ -28,7 +28,8 @@ extern it_env_t it;
 /* Read the environment; exit 77 when it is not there. Sets up logging. */
 void it_init(const char *name);
 /* Print "ok - what" or "FAIL - what: detail"; returns cond. */
-bool it_check(bool cond, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool it_check(bool cond, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Print "# text" (a figure or a note). */
 void it_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print the tally "N passed, N failed" and return the exit code. */

@@ -49,7 +49,8 @@ static const char *kubeconfig(const char *name, const char *cluster_extra, const
     snprintf(text, sizeof text,
              "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: %s\n%s"
              "users:\n- name: u\n  user:\n%s\n"
-             "contexts:\n- name: c\n  context: {cluster: e2e, user: u, namespace: %s}\ncurrent-context: c\n",
+             "contexts:\n- name: c\n  context: {cluster: e2e, user: u, namespace: "
+             "%s}\ncurrent-context: c\n",
              server, cluster_extra, user, ns);
     write_file(path, text);
     return path;
@@ -58,7 +59,8 @@ static const char *kubeconfig(const char *name, const char *cluster_extra, const
 static void check_identity(const char *what, ms_kube_client_t *c, const char *want)
 {
     char who[512];
-    it_check(strcmp(it_whoami(c, who, sizeof who), want) == 0, what, "server sees \"%s\", want \"%s\"", who, want);
+    it_check(strcmp(it_whoami(c, who, sizeof who), want) == 0, what,
+             "server sees \"%s\", want \"%s\"", who, want);
 }
 
 static void test_client_certificate(void)
@@ -69,12 +71,14 @@ static void test_client_certificate(void)
 
     check_identity("client certificate (kubeconfig *-data)", c, "meshscaler-e2e-admin");
     ms_kube_client_stats(c, &st);
-    it_check(st.http_version == 2, "HTTP/2 negotiated with kube-apiserver", "HTTP/%ld", st.http_version);
+    it_check(st.http_version == 2, "HTTP/2 negotiated with kube-apiserver", "HTTP/%ld",
+             st.http_version);
     ms_kube_client_free(c);
 
     snprintf(ca, sizeof ca, "    certificate-authority: %s/pki/ca.crt\n", it.state);
-    snprintf(user, sizeof user, "    client-certificate: %s/pki/admin.crt\n    client-key: %s/pki/admin.key",
-             it.state, it.state);
+    snprintf(user, sizeof user,
+             "    client-certificate: %s/pki/admin.crt\n    client-key: %s/pki/admin.key", it.state,
+             it.state);
     c = it_client(kubeconfig("cert-files", ca, user), NULL);
     check_identity("client certificate (files)", c, "meshscaler-e2e-admin");
     ms_kube_client_free(c);
@@ -146,7 +150,8 @@ static void test_exec_plugin(void)
     snprintf(user, sizeof user,
              "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
              "      command: %s/exec-plugin.sh\n      args: [\"%s\"]\n"
-             "      env:\n      - {name: PLUGIN_RUNS, value: \"%s\"}\n      - {name: PLUGIN_TTL, value: \"3600\"}\n"
+             "      env:\n      - {name: PLUGIN_RUNS, value: \"%s\"}\n      - {name: PLUGIN_TTL, "
+             "value: \"3600\"}\n"
              "      interactiveMode: Never",
              it.srcdir, tokfile, runs);
     c = it_client(kubeconfig("exec", ca, user), NULL);
@@ -154,7 +159,8 @@ static void test_exec_plugin(void)
     check_identity("exec credential plugin", c, want);
     check_identity("exec credential plugin (second request)", c, want);
     it_sh(out, sizeof out, "wc -l < '%s'", runs);
-    it_check((int)strtol(out, NULL, 10) == 1, "plugin token cached until its expirationTimestamp", "plugin ran %s times", out);
+    it_check((int)strtol(out, NULL, 10) == 1, "plugin token cached until its expirationTimestamp",
+             "plugin ran %s times", out);
 
     ms_kube_client_free(c);
 
@@ -174,7 +180,8 @@ static void test_exec_plugin(void)
     check_identity("the new plugin token is cached", c, want);
     it_sh(out, sizeof out, "wc -l < '%s'", runs);
     /* run 1 refused -> re-run 2 refused (error); run 3 after the next 401 */
-    it_check((int)strtol(out, NULL, 10) == 3, "plugin re-ran once per 401, not per request", "plugin ran %s times", out);
+    it_check((int)strtol(out, NULL, 10) == 3, "plugin re-ran once per 401, not per request",
+             "plugin ran %s times", out);
     ms_kube_client_free(c);
 
     /* A token that expires in 12 s is renewed 10 s before its expiry. */
@@ -182,7 +189,8 @@ static void test_exec_plugin(void)
     snprintf(user, sizeof user,
              "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
              "      command: %s/exec-plugin.sh\n      args: [\"%s\"]\n"
-             "      env:\n      - {name: PLUGIN_RUNS, value: \"%s\"}\n      - {name: PLUGIN_TTL, value: \"12\"}\n",
+             "      env:\n      - {name: PLUGIN_RUNS, value: \"%s\"}\n      - {name: PLUGIN_TTL, "
+             "value: \"12\"}\n",
              it.srcdir, tokfile, runs);
     c = it_client(kubeconfig("exec-short", ca, user), NULL);
     check_identity("exec plugin, short-lived token", c, want);
@@ -190,7 +198,8 @@ static void test_exec_plugin(void)
     it_sleep(2.5);
     check_identity("exec plugin, token near expiry", c, want);
     it_sh(out, sizeof out, "wc -l < '%s'", runs);
-    it_check((int)strtol(out, NULL, 10) == 2, "plugin re-run when its token neared expirationTimestamp", "plugin ran %s times", out);
+    it_check((int)strtol(out, NULL, 10) == 2,
+             "plugin re-run when its token neared expirationTimestamp", "plugin ran %s times", out);
     ms_kube_client_free(c);
 }
 
@@ -212,10 +221,12 @@ static void test_in_cluster(void)
     snprintf(port, sizeof port, "%s", strrchr(server, ':') + 1);
     setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
     setenv("KUBERNETES_SERVICE_PORT", port, 1);
-    it_check(ms_kube_config_in_cluster(sa, &cfg, err, sizeof err) == MS_OK, "in-cluster configuration loads", "%s", err);
+    it_check(ms_kube_config_in_cluster(sa, &cfg, err, sizeof err) == MS_OK,
+             "in-cluster configuration loads", "%s", err);
     if (cfg == NULL)
         return;
-    it_check(strcmp(cfg->namespace_, ns) == 0, "in-cluster namespace from the namespace file", "%s", cfg->namespace_);
+    it_check(strcmp(cfg->namespace_, ns) == 0, "in-cluster namespace from the namespace file", "%s",
+             cfg->namespace_);
     memset(&o, 0, sizeof o);
     o.token_reload_seconds = 1;
     c = ms_kube_client_new(cfg, &o, err, sizeof err);
@@ -240,17 +251,21 @@ static void test_tls(void)
     char extra[600], user[1600], who[512], want_prefix[300];
     ms_kube_client_t *c;
 
-    snprintf(user, sizeof user, "    client-certificate: %s/pki/admin.crt\n    client-key: %s/pki/admin.key",
-             it.state, it.state);
+    snprintf(user, sizeof user,
+             "    client-certificate: %s/pki/admin.crt\n    client-key: %s/pki/admin.key", it.state,
+             it.state);
     /* The system's public CAs did not sign this API server's certificate. */
-    snprintf(extra, sizeof extra, "    certificate-authority: /etc/ssl/certs/ca-certificates.crt\n");
+    snprintf(extra, sizeof extra,
+             "    certificate-authority: /etc/ssl/certs/ca-certificates.crt\n");
     c = it_client(kubeconfig("wrong-ca", extra, user), NULL);
     {
         ms_kube_error_t kerr;
         ms_err_t err = ms_kube_get(c, "/version", NULL, &kerr);
-        snprintf(want_prefix, sizeof want_prefix, "TLS with %s failed (check the certificate-authority of %s/wrong-ca)",
-                 server, dir);
-        it_check(err == MS_ERR_TLS, "wrong CA fails with MS_ERR_TLS", "%s: %s", ms_err_name(err), kerr.message);
+        snprintf(want_prefix, sizeof want_prefix,
+                 "TLS with %s failed (check the certificate-authority of %s/wrong-ca)", server,
+                 dir);
+        it_check(err == MS_ERR_TLS, "wrong CA fails with MS_ERR_TLS", "%s: %s", ms_err_name(err),
+                 kerr.message);
         it_check(strncmp(kerr.message, want_prefix, strlen(want_prefix)) == 0 &&
                      strstr(kerr.message, "certificate") != NULL,
                  "wrong CA error says what to fix", "message: %s", kerr.message);
@@ -259,11 +274,17 @@ static void test_tls(void)
     ms_kube_client_free(c);
 
     /* tls-server-name: verify the certificate as kubernetes.default.svc. */
-    snprintf(extra, sizeof extra, "    certificate-authority: %s/pki/ca.crt\n    tls-server-name: kubernetes.default.svc\n", it.state);
+    snprintf(
+        extra, sizeof extra,
+        "    certificate-authority: %s/pki/ca.crt\n    tls-server-name: kubernetes.default.svc\n",
+        it.state);
     c = it_client(kubeconfig("sni", extra, user), NULL);
     check_identity("tls-server-name in the certificate's names", c, "meshscaler-e2e-admin");
     ms_kube_client_free(c);
-    snprintf(extra, sizeof extra, "    certificate-authority: %s/pki/ca.crt\n    tls-server-name: not-the-apiserver.example\n", it.state);
+    snprintf(extra, sizeof extra,
+             "    certificate-authority: %s/pki/ca.crt\n    tls-server-name: "
+             "not-the-apiserver.example\n",
+             it.state);
     c = it_client(kubeconfig("sni-wrong", extra, user), NULL);
     it_check(strncmp(it_whoami(c, who, sizeof who), "error: TLS with", 15) == 0,
              "tls-server-name not in the certificate fails verification", "%s", who);

@@ -82,7 +82,8 @@ static bool proxy_start(const char *upstream, const char *log)
 static bool proxy_mode(const char *query)
 {
     char out[256], what[96];
-    int rc = it_sh(out, sizeof out, "curl -sf 'http://127.0.0.1:%d/mode?set=%s'", control_port, query);
+    int rc =
+        it_sh(out, sizeof out, "curl -sf 'http://127.0.0.1:%d/mode?set=%s'", control_port, query);
 
     snprintf(what, sizeof what, "proxy mode %s", query);
     return it_check(rc == 0, what, "control API: %s", out);
@@ -157,7 +158,8 @@ static void on_change(void *ctx, ms_kube_change_t ch, const cJSON *obj, const cJ
     else
         s->deleted++;
     if (ch != MS_KUBE_DELETED)
-        snprintf(s->last_value, sizeof s->last_value, "%s", cJSON_IsString(v) ? v->valuestring : "");
+        snprintf(s->last_value, sizeof s->last_value, "%s",
+                 cJSON_IsString(v) ? v->valuestring : "");
     pthread_mutex_unlock(&lock);
 }
 
@@ -271,7 +273,8 @@ static bool churn_seen(const char *round, char *why, size_t cap)
             return snprintf(why, cap, "%s: %d ADDED", name, s.added), false;
         snprintf(name, sizeof name, "%s-old-%d", round, i);
         if ((s = get_seen(name)).updated < 1 || strcmp(s.last_value, value) != 0)
-            return snprintf(why, cap, "%s: %d UPDATED, last %s", name, s.updated, s.last_value), false;
+            return snprintf(why, cap, "%s: %d UPDATED, last %s", name, s.updated, s.last_value),
+                   false;
         snprintf(name, sizeof name, "%s-gone-%d", round, i);
         if ((s = get_seen(name)).deleted != 1)
             return snprintf(why, cap, "%s: %d DELETED", name, s.deleted), false;
@@ -337,12 +340,14 @@ static const char *cache_vs_list(ms_kube_informer_t *inf, char *why, size_t cap)
         return why;
     }
     if (ms_kube_informer_size(inf) != l.n) {
-        snprintf(why, cap, "cache has %zu objects, the server %zu", ms_kube_informer_size(inf), l.n);
+        snprintf(why, cap, "cache has %zu objects, the server %zu", ms_kube_informer_size(inf),
+                 l.n);
         return why;
     }
     for (size_t i = 0; i < l.n; i++) {
         cJSON *o = ms_kube_informer_get(inf, l.keys[i]);
-        const cJSON *crv = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
+        const cJSON *crv =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
         bool same = o != NULL && strcmp(crv->valuestring, l.rvs[i]) == 0;
         if (!same)
             snprintf(why, cap, "%s: cache %s, server %s", l.keys[i],
@@ -376,8 +381,8 @@ static bool wait_equal(ms_kube_informer_t *inf, double secs, char *why, size_t c
 /* ---- one blackhole round ---- */
 
 typedef struct {
-    double detected; /* s from the blackhole to the idle timeout; -1: never */
-    double restarted; /* s from the blackhole to the next watch request; -1: never */
+    double detected;   /* s from the blackhole to the idle timeout; -1: never */
+    double restarted;  /* s from the blackhole to the next watch request; -1: never */
     double consistent; /* s from "pass" to a cache equal to a fresh list; -1: never */
 } round_t;
 
@@ -402,8 +407,8 @@ static round_t blackhole_round(ms_kube_informer_t *inf, const char *round, doubl
         double now = it_now();
 
         if (!churned && now - t0 >= 2) {
-            it_check(churn(round), "5 creates, 5 updates, 5 deletes made directly during the blackhole",
-                     NULL);
+            it_check(churn(round),
+                     "5 creates, 5 updates, 5 deletes made directly during the blackhole", NULL);
             churned = true;
         }
         ms_kube_informer_stats(inf, &st);
@@ -418,26 +423,29 @@ static round_t blackhole_round(ms_kube_informer_t *inf, const char *round, doubl
         it_sleep(0.1);
     }
     it_check(r.detected >= 0, "the silent watch is noticed during the blackhole",
-             "after %.0f s: %lu idle timeouts", it_now() - t0, st.idle_timeouts - st0.idle_timeouts);
+             "after %.0f s: %lu idle timeouts", it_now() - t0,
+             st.idle_timeouts - st0.idle_timeouts);
     it_check(r.restarted >= 0, "the watch is restarted after the idle timeout", NULL);
     it_check(proxy_stat("accepted") > accepted0,
              "the restarted watch opened a new connection (the dead one is not reused)",
              "accepted %.0f -> %.0f", accepted0, proxy_stat("accepted"));
     proxy_mode("pass");
     t0 = it_now();
-    if (it_check(wait_equal(inf, 60, why, sizeof why), "after the blackhole the cache equals a fresh list",
-                 "%s", why))
+    if (it_check(wait_equal(inf, 60, why, sizeof why),
+                 "after the blackhole the cache equals a fresh list", "%s", why))
         r.consistent = it_now() - t0;
     it_check(churn_seen(round, why, sizeof why),
-             "no change made during the blackhole was missed (5 ADDED, 5 UPDATED, 5 DELETED)", "%s", why);
+             "no change made during the blackhole was missed (5 ADDED, 5 UPDATED, 5 DELETED)", "%s",
+             why);
     ms_kube_informer_stats(inf, &st);
     it_check(st.lists == st0.lists && st.relists == st0.relists,
-             "resumed from the last resourceVersion (no relist)", "lists %lu -> %lu, relists %lu -> %lu",
-             st0.lists, st.lists, st0.relists, st.relists);
-    it_note("%s: idle timeout noticed %.1f s after the blackhole, watch restarted at %.1f s; "
-            "%lu idle timeouts, %lu watches, %lu errors during it; cache consistent %.1f s after pass",
-            round, r.detected, r.restarted, st.idle_timeouts - st0.idle_timeouts, st.watches - st0.watches,
-            st.errors - st0.errors, r.consistent);
+             "resumed from the last resourceVersion (no relist)",
+             "lists %lu -> %lu, relists %lu -> %lu", st0.lists, st.lists, st0.relists, st.relists);
+    it_note(
+        "%s: idle timeout noticed %.1f s after the blackhole, watch restarted at %.1f s; "
+        "%lu idle timeouts, %lu watches, %lu errors during it; cache consistent %.1f s after pass",
+        round, r.detected, r.restarted, st.idle_timeouts - st0.idle_timeouts,
+        st.watches - st0.watches, st.errors - st0.errors, r.consistent);
     return r;
 }
 
@@ -465,7 +473,8 @@ int main(void)
     ms_kube_informer_t *inf;
     ms_kube_informer_stats_t st0, st;
     pthread_t beater;
-    char server[256], upstream[256], dir[] = "/tmp/ms-deadwatch.XXXXXX", cfg[300], log[300], out[512];
+    char server[256], upstream[256], dir[] = "/tmp/ms-deadwatch.XXXXXX", cfg[300], log[300],
+                                     out[512];
     const char *hostport;
     bool slow = getenv("MS_KUBE_IT_SLOW") && strcmp(getenv("MS_KUBE_IT_SLOW"), "1") == 0;
     round_t r;
@@ -491,9 +500,10 @@ int main(void)
     if (!it_check(proxy_start(upstream, log), "faultproxy started in front of the API server", "%s",
                   upstream))
         return it_done();
-    it_note("proxy 127.0.0.1:%d -> %s (control %d, log %s)", proxy_port, upstream, control_port, log);
-    if (it_sh(out, sizeof out, "sed 's#server: %s#server: https://127.0.0.1:%d#' '%s' > '%s'", server,
-              proxy_port, it.admin, cfg) != 0) {
+    it_note("proxy 127.0.0.1:%d -> %s (control %d, log %s)", proxy_port, upstream, control_port,
+            log);
+    if (it_sh(out, sizeof out, "sed 's#server: %s#server: https://127.0.0.1:%d#' '%s' > '%s'",
+              server, proxy_port, it.admin, cfg) != 0) {
         it_check(false, "kubeconfig through the proxy", "%s", out);
         return it_done();
     }
@@ -538,13 +548,15 @@ int main(void)
         ms_kube_informer_stats(inf, &st);
         it_check(st.idle_timeouts == 0 && st.bookmarks >= st0.bookmarks + 2,
                  "default idle timeout: a quiet watch (no change for 160 s) lives on bookmarks",
-                 "%lu idle timeouts, %lu bookmarks", st.idle_timeouts, st.bookmarks - st0.bookmarks);
+                 "%lu idle timeouts, %lu bookmarks", st.idle_timeouts,
+                 st.bookmarks - st0.bookmarks);
         it_note("quiet watch: %lu bookmarks in 160 s", st.bookmarks - st0.bookmarks);
         atomic_store(&beat_on, true);
         r = blackhole_round(inf, "r150", 200);
         it_check(r.detected >= MS_KUBE_WATCH_IDLE_TIMEOUT - 2.5 &&
                      r.detected <= MS_KUBE_WATCH_IDLE_TIMEOUT + 2,
-                 "default idle timeout: the dead watch is noticed 150 s after its last event, within 2 s",
+                 "default idle timeout: the dead watch is noticed 150 s after its last event, "
+                 "within 2 s",
                  "%.1f s", r.detected);
         ms_kube_informer_free(inf);
     } else {

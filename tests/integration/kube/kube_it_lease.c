@@ -116,7 +116,8 @@ static int pump(double secs, int until_leader_not)
 
 static void holder(char *buf, size_t cap)
 {
-    it_kubectl(buf, cap, "-n meshscaler-system get lease %s -o jsonpath='{.spec.holderIdentity}'", lease);
+    it_kubectl(buf, cap, "-n meshscaler-system get lease %s -o jsonpath='{.spec.holderIdentity}'",
+               lease);
 }
 
 /* The restricted identity's ClusterRole has no Lease rights: the chart's Role
@@ -125,7 +126,9 @@ static void holder(char *buf, size_t cap)
  * Lease name, so the test proves that shape is enough, and revoke it at exit. */
 static void revoke_lease_role(void)
 {
-    it_kubectl(NULL, 0, "-n meshscaler-system delete role,rolebinding %s --ignore-not-found >/dev/null", lease);
+    it_kubectl(NULL, 0,
+               "-n meshscaler-system delete role,rolebinding %s --ignore-not-found >/dev/null",
+               lease);
 }
 
 static bool grant_lease_role(void)
@@ -165,7 +168,8 @@ int main(void)
         return it_done();
     it_note("first leader %s after %.1f s", cands[first].id, it_now() - t);
     pump(6, first); /* six more seconds: the other must stay a follower */
-    it_check(leaders() == 1 && overlaps == 0, "exactly one leader while both run", "%d leaders", leaders());
+    it_check(leaders() == 1 && overlaps == 0, "exactly one leader while both run", "%d leaders",
+             leaders());
     holder(h, sizeof h);
     it_check(strcmp(h, cands[first].id) == 0, "the Lease names the leader", "holderIdentity=%s", h);
 
@@ -177,16 +181,20 @@ int main(void)
     {
         char renew[64];
         double last_renew = 0, since_renew;
-        it_kubectl(renew, sizeof renew, "-n meshscaler-system get lease %s -o jsonpath='{.spec.renewTime}'", lease);
+        it_kubectl(renew, sizeof renew,
+                   "-n meshscaler-system get lease %s -o jsonpath='{.spec.renewTime}'", lease);
         ms_time_parse_rfc3339(renew, &last_renew);
         second = pump(30, first);
         took = it_now() - t;
         since_renew = ms_clock_wall() - last_renew;
         it_check(second >= 0, "after SIGKILL the other candidate takes over", NULL);
-        it_note("takeover %.1f s after SIGKILL, %.1f s after the dead leader's last renewal (lease 15 s, renew deadline 10 s)",
+        it_note("takeover %.1f s after SIGKILL, %.1f s after the dead leader's last renewal (lease "
+                "15 s, renew deadline 10 s)",
                 took, since_renew);
-        it_check(second >= 0 && took <= 15, "takeover within the lease duration of the kill", "%.1f s", took);
-        it_check(since_renew > 10, "not before the old leader's renew deadline had passed (it had stopped acting)",
+        it_check(second >= 0 && took <= 15, "takeover within the lease duration of the kill",
+                 "%.1f s", took);
+        it_check(since_renew > 10,
+                 "not before the old leader's renew deadline had passed (it had stopped acting)",
                  "%.1f s after its last renewal", since_renew);
     }
     if (second < 0)
@@ -199,7 +207,8 @@ int main(void)
     kill(cands[second].pid, SIGTERM);
     third = pump(10, second);
     took = it_now() - t;
-    it_check(third >= 0 && strcmp(cands[third].id, "cand-c") == 0, "after SIGTERM the leader released and cand-c took over", NULL);
+    it_check(third >= 0 && strcmp(cands[third].id, "cand-c") == 0,
+             "after SIGTERM the leader released and cand-c took over", NULL);
     it_note("takeover %.1f s after SIGTERM (released lease)", took);
     it_check(took < 4, "a released lease is taken within a retry period", "%.1f s", took);
     waitpid(cands[second].pid, NULL, 0);

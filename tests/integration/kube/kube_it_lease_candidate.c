@@ -17,10 +17,24 @@
 static volatile sig_atomic_t stop;
 static const char *id;
 
-static void on_signal(int sig) { (void)sig; stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
 
-static void started(void *ctx) { (void)ctx; printf("LEADER %s\n", id); fflush(stdout); }
-static void stopped(void *ctx) { (void)ctx; printf("STOPPED %s\n", id); fflush(stdout); }
+static void started(void *ctx)
+{
+    (void)ctx;
+    printf("LEADER %s\n", id);
+    fflush(stdout);
+}
+static void stopped(void *ctx)
+{
+    (void)ctx;
+    printf("STOPPED %s\n", id);
+    fflush(stdout);
+}
 
 int main(int argc, char **argv)
 {

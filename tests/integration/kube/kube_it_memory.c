@@ -31,12 +31,14 @@ static void *create_range(void *arg)
     ms_kube_error_t kerr;
 
     for (int i = p->from; i < p->to; i++) {
-        snprintf(body, sizeof body,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"obj-%05d\","
-                 "\"labels\":{\"app.kubernetes.io/name\":\"load\",\"shard\":\"s%d\"}},"
-                 "\"data\":{\"target\":\"deployment/web-%d\",\"replicas\":\"%d\"}}",
-                 i, i % 16, i, i % 40);
-        if (ms_kube_request(admin, "POST", path, "application/json", body, strlen(body), NULL, &kerr) != MS_OK)
+        snprintf(
+            body, sizeof body,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"obj-%05d\","
+            "\"labels\":{\"app.kubernetes.io/name\":\"load\",\"shard\":\"s%d\"}},"
+            "\"data\":{\"target\":\"deployment/web-%d\",\"replicas\":\"%d\"}}",
+            i, i % 16, i, i % 40);
+        if (ms_kube_request(admin, "POST", path, "application/json", body, strlen(body), NULL,
+                            &kerr) != MS_OK)
             p->failed++;
     }
     return NULL;
@@ -95,14 +97,15 @@ static double measure(bool keep_managed, bool compact)
     ms_kube_informer_stats(inf, &st);
     ms_kube_client_stats(admin, &after);
     it_check(synced && st.objects >= N,
-             compact        ? "10,000 objects cached (compact: minified text, managedFields dropped)"
+             compact ? "10,000 objects cached (compact: minified text, managedFields dropped)"
              : keep_managed ? "10,000 objects cached (managedFields kept)"
                             : "10,000 objects cached (managedFields dropped, the default)",
              "%zu objects", st.objects);
     per_object = st.objects > 0 ? (double)(h1 - h0) / (double)st.objects : 0;
-    it_note("%s: synced in %.2f s, %lu list pages, %lu requests; cache heap %.1f MB (%.0f bytes/object), RSS +%.1f MB",
-            mode, took, st.list_pages, after.requests - before.requests, (double)(h1 - h0) / 1e6, per_object,
-            (double)(r1 - r0) / 1024.0);
+    it_note("%s: synced in %.2f s, %lu list pages, %lu requests; cache heap %.1f MB (%.0f "
+            "bytes/object), RSS +%.1f MB",
+            mode, took, st.list_pages, after.requests - before.requests, (double)(h1 - h0) / 1e6,
+            per_object, (double)(r1 - r0) / 1024.0);
     if (!keep_managed && !compact)
         it_check(per_object < 8192, "cache memory per object under 8 KiB", NULL);
     ms_kube_informer_free(inf);
@@ -140,7 +143,8 @@ int main(void)
         compact = measure(false, true);
         /* A sanitizer's allocator reports no heap (mallinfo2 is all 0). */
         if (tree > 0)
-            it_check(compact > 0 && compact < tree / 2, "compact mode holds less than half the tree's heap per object",
+            it_check(compact > 0 && compact < tree / 2,
+                     "compact mode holds less than half the tree's heap per object",
                      "%.0f vs %.0f bytes/object", compact, tree);
         else
             it_note("no heap figures under this allocator (a sanitizer build?)");

@@ -76,8 +76,10 @@ static void wait_can_i(const char *verb_what, const char *sa)
     char out[64];
 
     for (int i = 0; i < 100; i++) {
-        if (it_kubectl(out, sizeof out, "auth can-i %s --as=system:serviceaccount:%s:%s 2>/dev/null", verb_what,
-                       ns, sa) == 0 && strcmp(out, "yes") == 0)
+        if (it_kubectl(out, sizeof out,
+                       "auth can-i %s --as=system:serviceaccount:%s:%s 2>/dev/null", verb_what, ns,
+                       sa) == 0 &&
+            strcmp(out, "yes") == 0)
             return;
         it_sleep(0.1);
     }
@@ -149,13 +151,17 @@ static void setup_identities(void)
                "--resource=tokenreviews.authentication.k8s.io,"
                "subjectaccessreviews.authorization.k8s.io",
                ns);
-    it_kubectl(NULL, 0, "create clusterrolebinding %s-metrics-auth --clusterrole=%s-metrics-auth "
-                        "--serviceaccount=%s:reviewer", ns, ns, ns);
+    it_kubectl(NULL, 0,
+               "create clusterrolebinding %s-metrics-auth --clusterrole=%s-metrics-auth "
+               "--serviceaccount=%s:reviewer",
+               ns, ns, ns);
     /* templates/metrics-reader-clusterrole.yaml's rule. */
-    it_kubectl(NULL, 0, "create clusterrole %s-metrics-reader --verb=get --non-resource-url=/metrics",
-               ns);
-    it_kubectl(NULL, 0, "create clusterrolebinding %s-metrics-reader --clusterrole=%s-metrics-reader "
-                        "--serviceaccount=%s:scraper", ns, ns, ns);
+    it_kubectl(NULL, 0,
+               "create clusterrole %s-metrics-reader --verb=get --non-resource-url=/metrics", ns);
+    it_kubectl(NULL, 0,
+               "create clusterrolebinding %s-metrics-reader --clusterrole=%s-metrics-reader "
+               "--serviceaccount=%s:scraper",
+               ns, ns, ns);
     wait_can_i("create tokenreviews.authentication.k8s.io", "reviewer");
     wait_can_i("create subjectaccessreviews.authorization.k8s.io", "reviewer");
     wait_can_i("get /metrics", "scraper");
@@ -166,8 +172,8 @@ static void setup_identities(void)
 
 static ms_server_t *start(ms__metrics_authorizer_t *a, ms_metrics_t *m, atomic_bool *ready)
 {
-    ms_server_options_t so = {.metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0",
-                              .metrics = m, .ready = ready};
+    ms_server_options_t so = {
+        .metrics_addr = "127.0.0.1:0", .health_addr = "127.0.0.1:0", .metrics = m, .ready = ready};
     char err[MS_ERRBUF_SIZE];
     ms_server_t *s;
 
@@ -210,16 +216,17 @@ static void test_self_signed(ms_metrics_t *m)
              "status %ld (%s), body \"%.80s\"", r.status, ms_strerror(r.err), r.body);
     it_note("first scrape with a new token: %.0f ms, %lu API requests", (it_now() - t0) * 1000,
             requests(a) - before);
-    it_check(requests(a) - before == 2, "a new token costs one TokenReview and one SubjectAccessReview",
-             "%lu requests", requests(a) - before);
+    it_check(requests(a) - before == 2,
+             "a new token costs one TokenReview and one SubjectAccessReview", "%lu requests",
+             requests(a) - before);
     it_check(r.http_version == 1, "HTTP/1.1 only on the metrics port (no HTTP/2 over ALPN)",
              "HTTP/%ld", r.http_version);
     before = requests(a);
     t0 = it_now();
     r = get(url, bearer, NULL);
     it_check(r.status == 200 && r.has_metric && requests(a) == before,
-             "a second scrape is answered from the cache: no API call",
-             "status %ld, %lu requests", r.status, requests(a) - before);
+             "a second scrape is answered from the cache: no API call", "status %ld, %lu requests",
+             r.status, requests(a) - before);
     it_note("cached scrape: %.1f ms", (it_now() - t0) * 1000);
 
     /* Authenticated but not allowed. */
@@ -239,25 +246,24 @@ static void test_self_signed(ms_metrics_t *m)
     before = requests(a);
     r = get(url, NULL, NULL);
     it_check(r.status == 401 && !r.has_metric && requests(a) == before,
-             "no token -> 401 without asking the API server", "status %ld, %lu requests",
-             r.status, requests(a) - before);
+             "no token -> 401 without asking the API server", "status %ld, %lu requests", r.status,
+             requests(a) - before);
     r = get(url, "Basic YWRtaW46YWRtaW4=", NULL);
-    it_check(r.status == 401 && requests(a) == before, "basic auth -> 401", "status %ld",
-             r.status);
+    it_check(r.status == 401 && requests(a) == before, "basic auth -> 401", "status %ld", r.status);
     r = get(url, "Bearer not-a-real-token", NULL);
-    it_check(r.status == 401 && !r.has_metric, "a garbage token -> 401", "status %ld, body \"%.80s\"",
-             r.status, r.body);
+    it_check(r.status == 401 && !r.has_metric, "a garbage token -> 401",
+             "status %ld, body \"%.80s\"", r.status, r.body);
     it_check(requests(a) - before == 1, "a garbage token costs one TokenReview (no access review)",
              "%lu requests", requests(a) - before);
     before = requests(a);
     r = get(url, "Bearer not-a-real-token", NULL);
-    it_check(r.status == 401 && requests(a) == before, "... and is cached", "status %ld, %lu requests",
-             r.status, requests(a) - before);
+    it_check(r.status == 401 && requests(a) == before, "... and is cached",
+             "status %ld, %lu requests", r.status, requests(a) - before);
 
     /* Plain HTTP to the TLS port, and the probes. */
     r = get(plain, NULL, NULL);
-    it_check(r.status == 0, "plain HTTP to the metrics port gets no answer",
-             "status %ld", r.status);
+    it_check(r.status == 0, "plain HTTP to the metrics port gets no answer", "status %ld",
+             r.status);
     r = get(health, NULL, NULL);
     it_check(r.status == 200, "the health port stays plain HTTP", "status %ld (%s)", r.status,
              ms_strerror(r.err));
@@ -341,16 +347,18 @@ int main(void)
     setup_identities();
 
     m = ms_metrics_new();
-    ms_metrics_set(m, ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader", "Leader.", NULL, 0,
-                                        NULL, 0),
-                   NULL, 1);
+    ms_metrics_set(
+        m, ms_metrics_family(m, MS_METRIC_GAUGE, "meshscaler_leader", "Leader.", NULL, 0, NULL, 0),
+        NULL, 1);
     test_self_signed(m);
     test_without_review_rights(m);
     test_cert_dir(m);
     ms_metrics_free(m);
 
-    it_kubectl(NULL, 0, "delete clusterrolebinding %s-metrics-auth %s-metrics-reader --wait=false", ns, ns);
-    it_kubectl(NULL, 0, "delete clusterrole %s-metrics-auth %s-metrics-reader --wait=false", ns, ns);
+    it_kubectl(NULL, 0, "delete clusterrolebinding %s-metrics-auth %s-metrics-reader --wait=false",
+               ns, ns);
+    it_kubectl(NULL, 0, "delete clusterrole %s-metrics-auth %s-metrics-reader --wait=false", ns,
+               ns);
     it_kubectl(NULL, 0, "delete namespace %s --wait=false", ns);
     return it_done();
 }

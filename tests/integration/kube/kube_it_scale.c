@@ -33,7 +33,8 @@ static const char *WIDGET_CRD =
     "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
     "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
     "    subresources:\n      status: {}\n"
-    "      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}\n";
+    "      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, "
+    "labelSelectorPath: .status.selector}\n";
 
 /* A kind of its own per run: it must not exist before the test installs it. */
 static char gadget_kind[64], gadget_plural[64], gadget_crd[2048];
@@ -48,8 +49,10 @@ static void make_gadget_crd(void)
              "spec:\n  group: test.meshscaler.io\n  scope: Namespaced\n"
              "  names: {plural: %s, singular: gadget%ld, kind: %s}\n"
              "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
-             "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
-             "    subresources: {scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}}\n",
+             "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: "
+             "true}}\n"
+             "    subresources: {scale: {specReplicasPath: .spec.replicas, statusReplicasPath: "
+             ".status.replicas}}\n",
              gadget_plural, gadget_plural, (long)getpid(), gadget_kind);
 }
 
@@ -71,18 +74,24 @@ static void setup_targets(void)
     char y[4096];
 
     apply(WIDGET_CRD);
-    it_kubectl(NULL, 0, "wait --for condition=established --timeout=60s crd/widgets.test.meshscaler.io >/dev/null");
+    it_kubectl(
+        NULL, 0,
+        "wait --for condition=established --timeout=60s crd/widgets.test.meshscaler.io >/dev/null");
     snprintf(y, sizeof y,
              "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\n"
              "spec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n"
-             "  template:\n    metadata: {labels: {app: web}}\n    spec: {schedulerName: unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
+             "  template:\n    metadata: {labels: {app: web}}\n    spec: {schedulerName: "
+             "unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
              "---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: %s}\n"
              "spec:\n  replicas: 1\n  selector: {matchLabels: {app: db}}\n"
-             "  template:\n    metadata: {labels: {app: db}}\n    spec: {schedulerName: unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
+             "  template:\n    metadata: {labels: {app: db}}\n    spec: {schedulerName: "
+             "unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
              "---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: %s}\n"
              "spec:\n  replicas: 1\n  selector: {matchLabels: {app: rs}}\n"
-             "  template:\n    metadata: {labels: {app: rs}}\n    spec: {schedulerName: unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
-             "---\napiVersion: test.meshscaler.io/v1\nkind: Widget\nmetadata: {name: wid, namespace: %s}\n"
+             "  template:\n    metadata: {labels: {app: rs}}\n    spec: {schedulerName: "
+             "unscheduled, containers: [{name: c, image: example.invalid/none}]}\n"
+             "---\napiVersion: test.meshscaler.io/v1\nkind: Widget\nmetadata: {name: wid, "
+             "namespace: %s}\n"
              "spec: {replicas: 3}\n",
              ns, ns, ns, ns);
     apply(y);
@@ -97,7 +106,8 @@ static void test_discovery(void)
 
     err = ms_kube_discover(restricted, "apps/v1", "Deployment", &r, &kerr);
     it_check(err == MS_OK && strcmp(r.resource, "deployments") == 0 && r.namespaced && r.has_scale,
-             "discovery: apps/v1 Deployment -> deployments (namespaced, /scale)", "%s", kerr.message);
+             "discovery: apps/v1 Deployment -> deployments (namespaced, /scale)", "%s",
+             kerr.message);
     err = ms_kube_discover(restricted, "apps/v1", "StatefulSet", &r, &kerr);
     it_check(err == MS_OK && strcmp(r.resource, "statefulsets") == 0 && r.has_scale,
              "discovery: StatefulSet -> statefulsets", "%s", kerr.message);
@@ -107,28 +117,34 @@ static void test_discovery(void)
     before = ms_kube_discovery_fetches(restricted);
     err = ms_kube_discover(restricted, "apps/v1", "ReplicaSet", &r, &kerr);
     it_check(err == MS_OK && ms_kube_discovery_fetches(restricted) == before,
-             "discovery: a second kind of a cached group-version costs no request", "fetches %lu -> %lu",
-             before, ms_kube_discovery_fetches(restricted));
+             "discovery: a second kind of a cached group-version costs no request",
+             "fetches %lu -> %lu", before, ms_kube_discovery_fetches(restricted));
     make_gadget_crd();
     err = ms_kube_discover(restricted, "test.meshscaler.io/v1", gadget_kind, &r, &kerr);
-    it_check(err == MS_ERR_NOTFOUND, "discovery: a kind not served is NOTFOUND", "%s %s", ms_err_name(err), kerr.message);
+    it_check(err == MS_ERR_NOTFOUND, "discovery: a kind not served is NOTFOUND", "%s %s",
+             ms_err_name(err), kerr.message);
     it_note("%s", kerr.message);
     /* A CRD installed after the cache was filled is found by the refresh on a miss. */
     apply(gadget_crd);
-    it_kubectl(NULL, 0, "wait --for condition=established --timeout=60s crd/%s.test.meshscaler.io >/dev/null", gadget_plural);
+    it_kubectl(
+        NULL, 0,
+        "wait --for condition=established --timeout=60s crd/%s.test.meshscaler.io >/dev/null",
+        gadget_plural);
     for (int i = 0; i < 50; i++) {
-        if ((err = ms_kube_discover(restricted, "test.meshscaler.io/v1", gadget_kind, &r, &kerr)) == MS_OK)
+        if ((err = ms_kube_discover(restricted, "test.meshscaler.io/v1", gadget_kind, &r, &kerr)) ==
+            MS_OK)
             break;
         it_sleep(0.2);
     }
     it_check(err == MS_OK && strcmp(r.resource, gadget_plural) == 0,
              "discovery: a CRD added later is found by refreshing on a miss", "%s", kerr.message);
     err = ms_kube_discover(restricted, "nope.example.com/v9", "Thing", &r, &kerr);
-    it_check(err == MS_ERR_NOTFOUND, "discovery: an unknown group-version is NOTFOUND", "%s", kerr.message);
+    it_check(err == MS_ERR_NOTFOUND, "discovery: an unknown group-version is NOTFOUND", "%s",
+             kerr.message);
 }
 
-static void scale_round_trip(ms_kube_client_t *c, const char *api_version, const char *kind, const char *name,
-                             int32_t to)
+static void scale_round_trip(ms_kube_client_t *c, const char *api_version, const char *kind,
+                             const char *name, int32_t to)
 {
     ms_kube_ref_t ref = {api_version, kind, ns, name};
     ms_kube_scale_t s, after;
@@ -143,8 +159,8 @@ static void scale_round_trip(ms_kube_client_t *c, const char *api_version, const
     snprintf(what, sizeof what, "%s %s: PUT /scale %d -> %d", api_version, kind, s.replicas, to);
     err = ms_kube_scale_update(c, &ref, &s, to, &after, &kerr);
     it_check(err == MS_OK && after.replicas == to, what, "%s", kerr.message);
-    it_kubectl(out, sizeof out, "-n %s get %s %s -o jsonpath='{.spec.replicas}'",
-               ns, strcmp(kind, "Widget") == 0 ? "widgets.test.meshscaler.io" : kind, name);
+    it_kubectl(out, sizeof out, "-n %s get %s %s -o jsonpath='{.spec.replicas}'", ns,
+               strcmp(kind, "Widget") == 0 ? "widgets.test.meshscaler.io" : kind, name);
     snprintf(what, sizeof what, "%s %s: kubectl sees spec.replicas %d", api_version, kind, to);
     it_check((int)strtol(out, NULL, 10) == to, what, "kubectl says %s", out);
 }
@@ -177,9 +193,11 @@ static void test_conflict_is_never_overwritten(void)
     it_note("409 message: %s", kerr.message);
     it_check(out.replicas == 7 && strcmp(out.resource_version, seen.resource_version) != 0,
              "after the 409 the caller holds a fresh re-read (7 replicas) to decide again",
-             "re-read has %d replicas, rv %s (seen %s)", out.replicas, out.resource_version, seen.resource_version);
+             "re-read has %d replicas, rv %s (seen %s)", out.replicas, out.resource_version,
+             seen.resource_version);
     it_kubectl(now, sizeof now, "-n %s get deployment web -o jsonpath='{.spec.replicas}'", ns);
-    it_check((int)strtol(now, NULL, 10) == 7, "the other writer's 7 replicas were not overwritten", "spec.replicas=%s", now);
+    it_check((int)strtol(now, NULL, 10) == 7, "the other writer's 7 replicas were not overwritten",
+             "spec.replicas=%s", now);
 }
 
 /* ---- a concurrent writer ---- */
@@ -236,23 +254,29 @@ static void test_concurrent_writer(void)
         } else if (err == MS_ERR_CONFLICT) {
             conflicts++;
             /* The re-read is newer than what we based the write on. */
-            if (strtoull(out.resource_version, NULL, 10) <= strtoull(seen.resource_version, NULL, 10))
+            if (strtoull(out.resource_version, NULL, 10) <=
+                strtoull(seen.resource_version, NULL, 10))
                 stale_reread++;
         }
     }
     atomic_store(&w.stop, 1);
     pthread_join(th, NULL);
-    it_note("8 s against a concurrent writer: ours %d written, %d conflicts; writer %d written, %d conflicts",
+    it_note("8 s against a concurrent writer: ours %d written, %d conflicts; writer %d written, %d "
+            "conflicts",
             ok, conflicts, w.writes, w.conflicts);
-    it_check(conflicts > 0 && w.writes > 0, "a concurrent writer causes 409s", "ours: %d conflicts", conflicts);
-    it_check(lost == 0 && stale_reread == 0, "every conflict hands back a newer re-read; no write lands on a version we had not seen",
-             "lost=%d stale=%d", lost, stale_reread);
+    it_check(conflicts > 0 && w.writes > 0, "a concurrent writer causes 409s", "ours: %d conflicts",
+             conflicts);
+    it_check(
+        lost == 0 && stale_reread == 0,
+        "every conflict hands back a newer re-read; no write lands on a version we had not seen",
+        "lost=%d stale=%d", lost, stale_reread);
 }
 
 static void test_status_patch(void)
 {
     ms_kube_ref_t ref = {"test.meshscaler.io/v1", "Widget", ns, "wid"};
-    cJSON *status = cJSON_Parse("{\"replicas\":6,\"selector\":\"app=wid\",\"observedGeneration\":1}");
+    cJSON *status =
+        cJSON_Parse("{\"replicas\":6,\"selector\":\"app=wid\",\"observedGeneration\":1}");
     cJSON *out = NULL;
     ms_kube_scale_t s;
     ms_kube_error_t kerr;
@@ -268,7 +292,8 @@ static void test_status_patch(void)
              "the scale subresource reads status.replicas and status.selector back",
              "status.replicas=%d selector=%s", s.status_replicas, s.selector);
     it_kubectl(spec, sizeof spec, "-n %s get widget wid -o jsonpath='{.spec.replicas}'", ns);
-    it_check((int)strtol(spec, NULL, 10) == 6, "a status write leaves spec alone", "spec.replicas=%s", spec);
+    it_check((int)strtol(spec, NULL, 10) == 6, "a status write leaves spec alone",
+             "spec.replicas=%s", spec);
 }
 
 static void test_events(void)
@@ -283,33 +308,44 @@ static void test_events(void)
 
     ms_kube_client_stats(restricted, &before);
     for (int i = 0; i < 5; i++)
-        ok = ok && ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale", "New size: 4; reason: sidecar above target",
-                                  (double)time(NULL), &count, &kerr) == MS_OK;
+        ok = ok && ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale",
+                                  "New size: 4; reason: sidecar above target", (double)time(NULL),
+                                  &count, &kerr) == MS_OK;
     ms_kube_client_stats(restricted, &after);
     it_check(ok && count == 5, "the same event five times", "%s count=%d", kerr.message, count);
     it_check(after.create - before.create == 1 && after.patch - before.patch == 4,
              "one create, then count++ by patch (no flood)", "creates %lu, patches %lu",
              after.create - before.create, after.patch - before.patch);
-    it_kubectl(out, sizeof out,
-               "-n %s get events --field-selector involvedObject.name=web,reason=SuccessfulRescale "
-               "-o jsonpath='{range .items[*]}{.count} {.source.component} {.message}{\"\\n\"}{end}'", ns);
+    it_kubectl(
+        out, sizeof out,
+        "-n %s get events --field-selector involvedObject.name=web,reason=SuccessfulRescale "
+        "-o jsonpath='{range .items[*]}{.count} {.source.component} {.message}{\"\\n\"}{end}'",
+        ns);
     it_check(strcmp(out, "5 meshscaler New size: 4; reason: sidecar above target") == 0,
              "kubectl sees one Event with count 5", "events: %s", out);
-    ok = ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale", "New size: 6; reason: sidecar above target",
-                        (double)time(NULL), &count, &kerr) == MS_OK;
+    ok = ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale",
+                        "New size: 6; reason: sidecar above target", (double)time(NULL), &count,
+                        &kerr) == MS_OK;
     it_kubectl(out, sizeof out,
-               "-n %s get events --field-selector involvedObject.name=web,reason=SuccessfulRescale -o name | wc -l", ns);
-    it_check(ok && (int)strtol(out, NULL, 10) == 2 && count == 1, "a different message is a new Event", "%s events: %s", kerr.message, out);
+               "-n %s get events --field-selector involvedObject.name=web,reason=SuccessfulRescale "
+               "-o name | wc -l",
+               ns);
+    it_check(ok && (int)strtol(out, NULL, 10) == 2 && count == 1,
+             "a different message is a new Event", "%s events: %s", kerr.message, out);
 
     /* Aggregates (issue 28): 3 similar events folded, then 2 more: one Event
      * per object and reason, its count 3 then 5, the latest message shown. */
-    ok = ms_kube_record_combined(rec, &obj, "Normal", "SuccessfulRescale", "New size: 7; reason: a", 3,
-                                 (double)time(NULL), &count, &kerr) == MS_OK && count == 3;
-    ok = ok && ms_kube_record_combined(rec, &obj, "Normal", "SuccessfulRescale", "New size: 9; reason: b", 2,
-                                       (double)time(NULL), &count, &kerr) == MS_OK && count == 5;
+    ok = ms_kube_record_combined(rec, &obj, "Normal", "SuccessfulRescale", "New size: 7; reason: a",
+                                 3, (double)time(NULL), &count, &kerr) == MS_OK &&
+         count == 3;
+    ok = ok &&
+         ms_kube_record_combined(rec, &obj, "Normal", "SuccessfulRescale", "New size: 9; reason: b",
+                                 2, (double)time(NULL), &count, &kerr) == MS_OK &&
+         count == 5;
     it_kubectl(out, sizeof out,
                "-n %s get events --field-selector involvedObject.name=web,reason=SuccessfulRescale "
-               "-o jsonpath='{range .items[*]}{.count} {.message}{\"\\n\"}{end}' | grep combined", ns);
+               "-o jsonpath='{range .items[*]}{.count} {.message}{\"\\n\"}{end}' | grep combined",
+               ns);
     it_check(ok && strcmp(out, "5 (combined from similar events): New size: 9; reason: b") == 0,
              "an aggregate: one Event, count 3 + 2, the latest message", "%s count=%d events: %s",
              kerr.message, count, out);
@@ -330,17 +366,23 @@ static void test_restricted_identity_denied(void)
     snprintf(path, sizeof path, "/apis/apps/v1/namespaces/%s/deployments/web", ns);
     ms_kube_get(admin, path, &dep, &kerr);
     err = ms_kube_update(restricted, path, dep, NULL, &kerr);
-    it_check(err == MS_ERR_FORBIDDEN, "restricted identity: updating a whole Deployment is denied (only /scale)",
-             "%s", kerr.message);
+    it_check(err == MS_ERR_FORBIDDEN,
+             "restricted identity: updating a whole Deployment is denied (only /scale)", "%s",
+             kerr.message);
     cJSON_Delete(dep);
     snprintf(path, sizeof path, "/apis/test.meshscaler.io/v1/namespaces/%s/widgets/wid/scale", ns);
     err = ms_kube_get(restricted, path, NULL, &kerr);
-    it_check(err == MS_ERR_FORBIDDEN, "restricted identity: a kind outside its ClusterRole is denied", "%s", kerr.message);
-    err = ms_kube_delete(restricted, "/apis/coordination.k8s.io/v1/namespaces/meshscaler-system/leases/anything", &kerr);
-    it_check(err == MS_ERR_FORBIDDEN, "restricted identity: deleting a lease is denied", "%s", kerr.message);
+    it_check(err == MS_ERR_FORBIDDEN,
+             "restricted identity: a kind outside its ClusterRole is denied", "%s", kerr.message);
+    err = ms_kube_delete(
+        restricted, "/apis/coordination.k8s.io/v1/namespaces/meshscaler-system/leases/anything",
+        &kerr);
+    it_check(err == MS_ERR_FORBIDDEN, "restricted identity: deleting a lease is denied", "%s",
+             kerr.message);
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?limit=1", ns);
     err = ms_kube_get(restricted, path, NULL, &kerr);
-    it_check(err == MS_OK, "restricted identity: listing pods (for podRegex) is allowed", "%s", kerr.message);
+    it_check(err == MS_OK, "restricted identity: listing pods (for podRegex) is allowed", "%s",
+             kerr.message);
     {
         /* It may list and watch HPAs cluster-wide (conflict detection). */
         ms_kube_informer_options_t io;
@@ -355,7 +397,8 @@ static void test_restricted_identity_denied(void)
         it_sleep(0.5);
         ms_kube_informer_stats(inf, &st);
         it_check(synced && st.watches >= 1 && st.errors == 0,
-                 "restricted identity: list + watch of HorizontalPodAutoscalers in all namespaces", "errors=%lu", st.errors);
+                 "restricted identity: list + watch of HorizontalPodAutoscalers in all namespaces",
+                 "errors=%lu", st.errors);
         ms_kube_informer_free(inf);
     }
 }
@@ -375,12 +418,14 @@ static void test_throttling(void)
         ms_kube_get(c, "/version", NULL, &kerr);
     took = it_now() - t0;
     ms_kube_client_stats(c, &st);
-    it_note("30 GETs at 5 QPS / burst 10 took %.2f s; %lu waited, %.2f s in the bucket", took, st.throttled,
-            st.throttle_seconds);
-    it_check(took >= 3.8 && took < 6 && st.throttled == 20, "client-side rate limit: 30 requests at 5/10 take ~4 s",
-             "%.2f s, %lu throttled", took, st.throttled);
-    it_check(st.connections == 1 && st.http_version == 2, "keep-alive: 30 requests over one HTTP/2 connection",
-             "%lu connections, HTTP/%ld", st.connections, st.http_version);
+    it_note("30 GETs at 5 QPS / burst 10 took %.2f s; %lu waited, %.2f s in the bucket", took,
+            st.throttled, st.throttle_seconds);
+    it_check(took >= 3.8 && took < 6 && st.throttled == 20,
+             "client-side rate limit: 30 requests at 5/10 take ~4 s", "%.2f s, %lu throttled", took,
+             st.throttled);
+    it_check(st.connections == 1 && st.http_version == 2,
+             "keep-alive: 30 requests over one HTTP/2 connection", "%lu connections, HTTP/%ld",
+             st.connections, st.http_version);
     ms_kube_client_free(c);
 }
 
@@ -420,12 +465,15 @@ static void test_retry_after_429(void)
 
     /* A second kube-apiserver (same etcd) that admits one read at a time and
      * answers the rest 429 with Retry-After: the classic max-in-flight filter. */
-    if (it_sh(cfg, sizeof cfg, "'%s' second-start --max-requests-inflight=1 --max-mutating-requests-inflight=1 "
-                               "--enable-priority-and-fairness=false", it.apiserver_sh) != 0) {
+    if (it_sh(cfg, sizeof cfg,
+              "'%s' second-start --max-requests-inflight=1 --max-mutating-requests-inflight=1 "
+              "--enable-priority-and-fairness=false",
+              it.apiserver_sh) != 0) {
         it_check(false, "a kube-apiserver limited to one request in flight", "%s", cfg);
         return;
     }
-    snprintf(restricted_cfg, sizeof restricted_cfg, "%s/apiserver2.restricted.kubeconfig", it.state);
+    snprintf(restricted_cfg, sizeof restricted_cfg, "%s/apiserver2.restricted.kubeconfig",
+             it.state);
     memset(&o, 0, sizeof o);
     o.qps = -1;
     c = it_client(restricted_cfg, &o);
@@ -441,10 +489,13 @@ static void test_retry_after_429(void)
             last = h[i].last;
     }
     ms_kube_client_stats(c, &st);
-    it_note("8 threads x 15 GETs against max-requests-inflight=1: %lu requests sent, %lu retried after 429 + Retry-After",
+    it_note("8 threads x 15 GETs against max-requests-inflight=1: %lu requests sent, %lu retried "
+            "after 429 + Retry-After",
             st.requests, st.retries);
-    it_check(st.retries > 0, "the server answered 429 and the client retried after Retry-After", "retries=%lu", st.retries);
-    it_check(errors == 0, "every request succeeded in the end", "%d failed, last: %s", errors, last);
+    it_check(st.retries > 0, "the server answered 429 and the client retried after Retry-After",
+             "retries=%lu", st.retries);
+    it_check(errors == 0, "every request succeeded in the end", "%d failed, last: %s", errors,
+             last);
     ms_kube_client_free(c);
     it_sh(NULL, 0, "'%s' second-stop", it.apiserver_sh);
 }
@@ -479,26 +530,33 @@ static void test_cycle_request_count(void)
     ms_kube_scale_get(c, &ref, &s, &kerr);
     ms_kube_scale_update(c, &ref, &s, s.replicas + 1, &out, &kerr);
     ms_kube_status_patch(c, &ref, status, NULL, &kerr);
-    ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale", "cycle", (double)time(NULL), NULL, &kerr);
+    ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale", "cycle", (double)time(NULL), NULL,
+                   &kerr);
     it_sleep(0.3);
     ms_kube_client_stats(c, &st);
-    it_note("connections opened for the cycle: %lu (the watch holds one; requests share another)", st.connections);
-    it_note("first watch-and-scale cycle: %lu requests = %lu list + %lu watch + %lu get (%lu discovery) + %lu update + %lu patch + %lu create",
-            st.requests, st.list, st.watch, st.get, ms_kube_discovery_fetches(c), st.update, st.patch, st.create);
+    it_note("connections opened for the cycle: %lu (the watch holds one; requests share another)",
+            st.connections);
+    it_note("first watch-and-scale cycle: %lu requests = %lu list + %lu watch + %lu get (%lu "
+            "discovery) + %lu update + %lu patch + %lu create",
+            st.requests, st.list, st.watch, st.get, ms_kube_discovery_fetches(c), st.update,
+            st.patch, st.create);
     {
         ms_kube_stats_t st2;
         ms_kube_scale_get(c, &ref, &s, &kerr);
         ms_kube_scale_update(c, &ref, &s, s.replicas + 1, &out, &kerr);
         ms_kube_status_patch(c, &ref, status, NULL, &kerr);
-        ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale", "cycle", (double)time(NULL), NULL, &kerr);
+        ms_kube_record(rec, &obj, "Normal", "SuccessfulRescale", "cycle", (double)time(NULL), NULL,
+                       &kerr);
         ms_kube_client_stats(c, &st2);
-        it_note("each later cycle: %lu requests (GET scale, PUT scale, PATCH status, PATCH event count)",
+        it_note("each later cycle: %lu requests (GET scale, PUT scale, PATCH status, PATCH event "
+                "count)",
                 st2.requests - st.requests);
         it_check(st2.requests - st.requests == 4, "a steady-state cycle costs 4 requests", "%lu",
                  st2.requests - st.requests);
     }
-    it_check(st.list == 1 && st.watch == 1 && ms_kube_discovery_fetches(c) == 1, "first cycle: one list, one watch, one discovery",
-             "list=%lu watch=%lu discovery=%lu", st.list, st.watch, ms_kube_discovery_fetches(c));
+    it_check(st.list == 1 && st.watch == 1 && ms_kube_discovery_fetches(c) == 1,
+             "first cycle: one list, one watch, one discovery", "list=%lu watch=%lu discovery=%lu",
+             st.list, st.watch, ms_kube_discovery_fetches(c));
     cJSON_Delete(status);
     ms_kube_recorder_free(rec);
     ms_kube_informer_free(inf);

@@ -95,13 +95,15 @@ static const char *value_of(const cJSON *obj)
  * (or nothing, for the namespace's kube-root-ca.crt, which has no v). */
 static const char *not_trimmed(const cJSON *obj)
 {
-    const cJSON *md = cJSON_GetObjectItem(obj, "metadata"), *data = cJSON_GetObjectItem(obj, "data");
+    const cJSON *md = cJSON_GetObjectItem(obj, "metadata"),
+                *data = cJSON_GetObjectItem(obj, "data");
     const cJSON *vlen = cJSON_GetObjectItem(data, "vlen");
 
     if (cJSON_GetArraySize(obj) != 2 || md == NULL || data == NULL)
         return "top level is not {metadata, data}";
-    if (cJSON_GetArraySize(md) != 4 || !cJSON_HasObjectItem(md, "name") || !cJSON_HasObjectItem(md, "namespace") ||
-        !cJSON_HasObjectItem(md, "uid") || !cJSON_HasObjectItem(md, "resourceVersion"))
+    if (cJSON_GetArraySize(md) != 4 || !cJSON_HasObjectItem(md, "name") ||
+        !cJSON_HasObjectItem(md, "namespace") || !cJSON_HasObjectItem(md, "uid") ||
+        !cJSON_HasObjectItem(md, "resourceVersion"))
         return "metadata is not {name, namespace, uid, resourceVersion}";
     if (!cJSON_HasObjectItem(data, "v") && cJSON_GetArraySize(data) == 0)
         return NULL;
@@ -118,7 +120,8 @@ static const char *rv_of(const cJSON *obj)
 }
 
 /* Why (ch, obj, old) breaks the notification contract, or NULL. */
-static const char *breach_of(const watched_t *w, ms_kube_change_t ch, const cJSON *obj, const cJSON *old)
+static const char *breach_of(const watched_t *w, ms_kube_change_t ch, const cJSON *obj,
+                             const cJSON *old)
 {
     const char *why;
 
@@ -128,9 +131,11 @@ static const char *breach_of(const watched_t *w, ms_kube_change_t ch, const cJSO
         return "an old object with ADDED or DELETED";
     if (old != NULL && strcmp(rv_of(old), rv_of(obj)) == 0)
         return "UPDATED with old and new of the same resourceVersion";
-    if (w->trimmed && ((why = not_trimmed(obj)) != NULL || (old != NULL && (why = not_trimmed(old)) != NULL)))
+    if (w->trimmed &&
+        ((why = not_trimmed(obj)) != NULL || (old != NULL && (why = not_trimmed(old)) != NULL)))
         return why;
-    if (!w->trimmed && cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "managedFields") != NULL)
+    if (!w->trimmed &&
+        cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "managedFields") != NULL)
         return "metadata.managedFields was not dropped";
     return NULL;
 }
@@ -186,8 +191,10 @@ static ms_err_t put_cm(ms_kube_client_t *c, const char *name, const char *value,
 
     if (create) {
         /* The label and data.other are for keep to drop. */
-        snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
-                 "\"labels\":{\"app\":\"watch\"}},\"data\":{\"v\":\"%s\",\"other\":\"dropped by keep\"}}",
+        snprintf(body, sizeof body,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+                 "\"labels\":{\"app\":\"watch\"}},\"data\":{\"v\":\"%s\",\"other\":\"dropped by "
+                 "keep\"}}",
                  name, value);
         obj = cJSON_Parse(body);
         err = ms_kube_create(c, path, obj, NULL, &kerr);
@@ -250,15 +257,18 @@ static const char *cache_vs_list(ms_kube_informer_t *inf, char *why, size_t cap)
         return why;
     }
     if (ms_kube_informer_size(inf) != l.n) {
-        snprintf(why, cap, "cache has %zu objects, the server %zu", ms_kube_informer_size(inf), l.n);
+        snprintf(why, cap, "cache has %zu objects, the server %zu", ms_kube_informer_size(inf),
+                 l.n);
         return why;
     }
     for (size_t i = 0; i < l.n; i++) {
         cJSON *o = ms_kube_informer_get(inf, l.keys[i]);
-        const cJSON *crv = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
+        const cJSON *crv =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), "resourceVersion");
         bool same = o != NULL && strcmp(crv->valuestring, l.rvs[i]) == 0;
         if (!same)
-            snprintf(why, cap, "%s: cache %s, server %s", l.keys[i], o ? crv->valuestring : "(missing)", l.rvs[i]);
+            snprintf(why, cap, "%s: cache %s, server %s", l.keys[i],
+                     o ? crv->valuestring : "(missing)", l.rvs[i]);
         cJSON_Delete(o);
         if (!same)
             return why;
@@ -309,14 +319,16 @@ static bool wait_seen(const char *name, int added, int updated, int deleted, dou
 }
 
 /* The first informer whose notifications for name fail test (with why set), or NULL. */
-static const char *seen_fails(const char *name, bool (*test)(const seen_t *s), char *why, size_t cap)
+static const char *seen_fails(const char *name, bool (*test)(const seen_t *s), char *why,
+                              size_t cap)
 {
     for (int i = 0; i < NWATCHED; i++) {
         seen_t s = get_seen(&watched[i], name);
         if (!test(&s)) {
-            snprintf(why, cap, "%s: %s added %d updated %d deleted %d, value '%s', old '%s', gone '%s'",
-                     watched[i].label, name, s.added, s.updated, s.deleted, s.last_value, s.old_value,
-                     s.gone_value);
+            snprintf(why, cap,
+                     "%s: %s added %d updated %d deleted %d, value '%s', old '%s', gone '%s'",
+                     watched[i].label, name, s.added, s.updated, s.deleted, s.last_value,
+                     s.old_value, s.gone_value);
             return why;
         }
     }
@@ -375,7 +387,8 @@ static void agree_visit(void *ctx, const cJSON *obj)
 
 /* get, visit and foreach of compact equal get of tree, object by object;
  * why says where not. The caches must have settled (no event in flight). */
-static const char *modes_agree(ms_kube_informer_t *compact, ms_kube_informer_t *tree, char *why, size_t cap)
+static const char *modes_agree(ms_kube_informer_t *compact, ms_kube_informer_t *tree, char *why,
+                               size_t cap)
 {
     static listing_t l;
     agree_t a = {tree, 0, ""};
@@ -397,7 +410,8 @@ static const char *modes_agree(ms_kube_informer_t *compact, ms_kube_informer_t *
             snprintf(a.why, sizeof a.why, "visit %s: absent", l.keys[i]);
     }
     if (a.why[0] == '\0' && (a.n != l.n || ms_kube_informer_size(tree) != l.n))
-        snprintf(a.why, sizeof a.why, "foreach saw %zu objects, the tree cache has %zu, the server %zu", a.n,
+        snprintf(a.why, sizeof a.why,
+                 "foreach saw %zu objects, the tree cache has %zu, the server %zu", a.n,
                  ms_kube_informer_size(tree), l.n);
     if (a.why[0] == '\0')
         return NULL;
@@ -422,7 +436,8 @@ static bool added_once(const seen_t *s)
 
 static bool changed_during_outage(const seen_t *s)
 {
-    return s->updated >= 1 && strcmp(s->last_value, "during-outage") == 0 && strcmp(s->old_value, "v1") == 0;
+    return s->updated >= 1 && strcmp(s->last_value, "during-outage") == 0 &&
+           strcmp(s->old_value, "v1") == 0;
 }
 
 static ms_err_t drop(void *ctx, ms_kube_event_type_t type, cJSON *obj)
@@ -455,14 +470,17 @@ static void start_watched(watched_t *w)
 }
 
 /* All informers' stats; why names the first for which ok() is false. */
-static bool stats_all(bool (*ok)(const ms_kube_informer_stats_t *before, const ms_kube_informer_stats_t *now),
-                      const ms_kube_informer_stats_t *before, ms_kube_informer_stats_t *now, char *why, size_t cap)
+static bool stats_all(bool (*ok)(const ms_kube_informer_stats_t *before,
+                                 const ms_kube_informer_stats_t *now),
+                      const ms_kube_informer_stats_t *before, ms_kube_informer_stats_t *now,
+                      char *why, size_t cap)
 {
     for (int i = 0; i < NWATCHED; i++) {
         ms_kube_informer_stats(watched[i].inf, &now[i]);
         if (!ok(before ? &before[i] : NULL, &now[i])) {
-            snprintf(why, cap, "%s: %zu objects, %lu pages, %lu lists, %lu relists, %lu watches", watched[i].label,
-                     now[i].objects, now[i].list_pages, now[i].lists, now[i].relists, now[i].watches);
+            snprintf(why, cap, "%s: %zu objects, %lu pages, %lu lists, %lu relists, %lu watches",
+                     watched[i].label, now[i].objects, now[i].list_pages, now[i].lists,
+                     now[i].relists, now[i].watches);
             return false;
         }
     }
@@ -475,7 +493,8 @@ static bool filled(const ms_kube_informer_stats_t *before, const ms_kube_informe
     return now->objects >= 20 && now->list_pages >= 3;
 }
 
-static bool resumed_without_relist(const ms_kube_informer_stats_t *before, const ms_kube_informer_stats_t *now)
+static bool resumed_without_relist(const ms_kube_informer_stats_t *before,
+                                   const ms_kube_informer_stats_t *now)
 {
     (void)before;
     return now->watches >= 3 && now->lists == 1;
@@ -552,17 +571,23 @@ int main(void)
         start_watched(&watched[i]);
     for (int i = 0; i < NWATCHED; i++)
         ok = ms_kube_informer_wait_synced(watched[i].inf, 20) && ok;
-    it_check(ok, "informers synced (paginated list, pages of 7; tree, compact, tree+keep, compact+keep)", NULL);
-    it_check(stats_all(filled, NULL, st, why, sizeof why), "first list filled the caches", "%s", why);
+    it_check(
+        ok, "informers synced (paginated list, pages of 7; tree, compact, tree+keep, compact+keep)",
+        NULL);
+    it_check(stats_all(filled, NULL, st, why, sizeof why), "first list filled the caches", "%s",
+             why);
     snprintf(old_rv, sizeof old_rv, "%s", st[0].resource_version);
-    it_check(trimmed_cached(why, sizeof why), "keep + transform shape the cached objects in both modes; "
-             "without keep the whole object is cached", "%s", why);
+    it_check(trimmed_cached(why, sizeof why),
+             "keep + transform shape the cached objects in both modes; "
+             "without keep the whole object is cached",
+             "%s", why);
 
     /* Live changes arrive as notifications. */
     put_cm(admin, "live-new", "v1", true);
     put_cm(admin, "c-1", "v2", false);
     del_cm(admin, "c-2");
-    it_check(wait_seen("live-new", 1, 0, 0, 10) && wait_seen("c-1", 1, 1, 0, 10) && wait_seen("c-2", 1, 0, 1, 10),
+    it_check(wait_seen("live-new", 1, 0, 0, 10) && wait_seen("c-1", 1, 1, 0, 10) &&
+                 wait_seen("c-2", 1, 0, 1, 10),
              "create, update and delete arrive as ADDED, UPDATED, DELETED", NULL);
     it_check(seen_fails("c-1", changed_to_v2, why, sizeof why) == NULL,
              "UPDATED carries the new object and the previous one as old", "%s", why);
@@ -573,14 +598,15 @@ int main(void)
      * resourceVersion without listing again. */
     it_sleep(10);
     put_cm(admin, "after-timeouts", "v1", true);
-    it_check(wait_seen("after-timeouts", 1, 0, 0, 10), "a change after several watch timeouts arrives", NULL);
+    it_check(wait_seen("after-timeouts", 1, 0, 0, 10),
+             "a change after several watch timeouts arrives", NULL);
     ok = stats_all(resumed_without_relist, NULL, st, why, sizeof why);
-    it_note("after 10 s (tree): %lu watches, %lu lists, %lu bookmarks, %lu events", st[0].watches, st[0].lists,
-            st[0].bookmarks, st[0].events);
+    it_note("after 10 s (tree): %lu watches, %lu lists, %lu bookmarks, %lu events", st[0].watches,
+            st[0].lists, st[0].bookmarks, st[0].events);
     it_check(ok, "watch timeouts resume from the last resourceVersion (no relist)", "%s", why);
     it_check(all_equal(why, sizeof why), "caches equal a fresh list", "%s", why);
-    it_check(both_modes_agree(why, sizeof why), "get, visit and foreach of the compact caches equal the tree caches",
-             "%s", why);
+    it_check(both_modes_agree(why, sizeof why),
+             "get, visit and foreach of the compact caches equal the tree caches", "%s", why);
 
     /* ---- kube-apiserver restart, with changes during the outage ---- */
     if (it_sh(second_cfg, sizeof second_cfg, "'%s' second-start", it.apiserver_sh) != 0) {
@@ -589,7 +615,8 @@ int main(void)
     }
     second = it_client(second_cfg, &o);
     t0 = it_now();
-    it_check(it_sh(why, sizeof why, "'%s' stop", it.apiserver_sh) == 0, "kube-apiserver stopped", "%s", why);
+    it_check(it_sh(why, sizeof why, "'%s' stop", it.apiserver_sh) == 0, "kube-apiserver stopped",
+             "%s", why);
     ok = true;
     for (int i = 0; i < 5; i++) {
         snprintf(name, sizeof name, "outage-new-%d", i);
@@ -600,12 +627,14 @@ int main(void)
         ok = ok && del_cm(second, name) == MS_OK;
     }
     it_check(ok, "15 changes made through the second kube-apiserver while the first is down", NULL);
-    it_check(it_sh(why, sizeof why, "'%s' start", it.apiserver_sh) == 0, "kube-apiserver started again", "%s", why);
+    it_check(it_sh(why, sizeof why, "'%s' start", it.apiserver_sh) == 0,
+             "kube-apiserver started again", "%s", why);
     outage = it_now() - t0;
     t0 = it_now();
     ok = wait_all_equal(60, why, sizeof why);
     it_check(ok, "after the restart the caches equal a fresh list", "%s", why);
-    it_note("outage %.1f s; caches consistent %.1f s after the API server was ready", outage, it_now() - t0);
+    it_note("outage %.1f s; caches consistent %.1f s after the API server was ready", outage,
+            it_now() - t0);
     why[0] = '\0';
     for (int i = 0; i < 5 && why[0] == '\0'; i++) {
         snprintf(name, sizeof name, "outage-new-%d", i);
@@ -617,18 +646,25 @@ int main(void)
         snprintf(name, sizeof name, "c-%d", 8 + i);
         seen_fails(name, deleted_at_v1, why, sizeof why);
     }
-    it_check(why[0] == '\0', "no change made during the outage was missed (5 ADDED, 5 UPDATED with the cached "
-             "object as old, 5 DELETED with the cached object)", "%s", why);
+    it_check(why[0] == '\0',
+             "no change made during the outage was missed (5 ADDED, 5 UPDATED with the cached "
+             "object as old, 5 DELETED with the cached object)",
+             "%s", why);
     ok = stats_all(relisted, st, st2, why, sizeof why);
     it_note("across the restart (tree): %lu relists (410), %lu failed attempts, %lu watches",
-            st2[0].relists - st[0].relists, st2[0].errors - st[0].errors, st2[0].watches - st[0].watches);
+            st2[0].relists - st[0].relists, st2[0].errors - st[0].errors,
+            st2[0].watches - st[0].watches);
     it_check(ok, "the stale resourceVersion got 410 and the informers relisted", "%s", why);
     put_cm(admin, "after-restart", "v1", true);
-    it_check(wait_seen("after-restart", 1, 0, 0, 10), "the watches are live again after the restart", NULL);
+    it_check(wait_seen("after-restart", 1, 0, 0, 10),
+             "the watches are live again after the restart", NULL);
     it_check(both_modes_agree(why, sizeof why),
-             "after the relist, get, visit and foreach of the compact caches equal the tree caches", "%s", why);
-    it_check(any_breach(why, sizeof why) == NULL,
-             "every notification kept the contract (old objects, keep + transform, no managedFields)", "%s", why);
+             "after the relist, get, visit and foreach of the compact caches equal the tree caches",
+             "%s", why);
+    it_check(
+        any_breach(why, sizeof why) == NULL,
+        "every notification kept the contract (old objects, keep + transform, no managedFields)",
+        "%s", why);
     ms_kube_client_free(second);
     it_sh(NULL, 0, "'%s' second-stop", it.apiserver_sh);
 
@@ -636,10 +672,11 @@ int main(void)
     {
         ms_kube_error_t kerr;
         ms_err_t err = ms_kube_watch(admin, path, old_rv, NULL, 5, drop, NULL, NULL, &kerr);
-        it_check(err == MS_ERR_GONE && kerr.status == 410 && strcmp(kerr.reason, "Expired") == 0 &&
-                     strstr(kerr.message, "too old resource version") != NULL,
-                 "a watch from a resourceVersion older than the server keeps is 410 Gone (ERROR event)",
-                 "%s %ld %s: %s", ms_err_name(err), kerr.status, kerr.reason, kerr.message);
+        it_check(
+            err == MS_ERR_GONE && kerr.status == 410 && strcmp(kerr.reason, "Expired") == 0 &&
+                strstr(kerr.message, "too old resource version") != NULL,
+            "a watch from a resourceVersion older than the server keeps is 410 Gone (ERROR event)",
+            "%s %ld %s: %s", ms_err_name(err), kerr.status, kerr.reason, kerr.message);
         it_note("%s", kerr.message);
     }
     it_check(all_equal(why, sizeof why), "caches still equal a fresh list at the end", "%s", why);

@@ -146,7 +146,8 @@ static void expect_near(const ms_prom_object_obs_t *o, size_t metric, ms_prom_re
                  w->detail, ms_prom_reason_name(reason));
     if (reason == MS_PROM_OK) {
         if (!s->present || fabs(s->value - value) > tolerance)
-            fail_msg("%s metric %zu: %.6g, want %.6g +- %g", what, metric, s->value, value, tolerance);
+            fail_msg("%s metric %zu: %.6g, want %.6g +- %g", what, metric, s->value, value,
+                     tolerance);
     } else if (s->present || w->detail == NULL || w->detail[0] == '\0') {
         fail_msg("%s metric %zu: missing without a detail, or present", what, metric);
     }
@@ -337,7 +338,8 @@ static double until(ms_prom_client_t *c, const ms_prom_object_t *objs, const dou
         ms_prom_tick_t *t = observe(c, objs, 2, 60, out);
         bool ok = true;
         for (int i = 0; i < 2; i++)
-            ok = ok && out[i].obs.metrics[0].present && fabs(out[i].obs.metrics[0].value - want[i]) < 1e-9;
+            ok = ok && out[i].obs.metrics[0].present &&
+                 fabs(out[i].obs.metrics[0].value - want[i]) < 1e-9;
         if (ok || mono() - start > seconds) {
             printf("  %s after %.1f s: web %s %.4g%%, gw %s %.4g%%\n", what, mono() - start,
                    ms_prom_reason_name(out[0].metrics[0].reason), out[0].obs.metrics[0].value,
@@ -465,8 +467,8 @@ static void test_range_query(void **state)
 {
     ms_prom_client_t *c = client_for(env("MS_IT_PROM_URL"), 10000);
     double now = wall();
-    ms_prom_query_t q = {.query = "up{job=\"prometheus\"}", .range = true, .start = now - 6,
-                         .end = now, .step = 1};
+    ms_prom_query_t q = {
+        .query = "up{job=\"prometheus\"}", .range = true, .start = now - 6, .end = now, .step = 1};
     (void)state;
 
     ms_prom_result_init(&q.result);
@@ -686,10 +688,16 @@ static void test_groups_share_the_slots(void **state)
         b = ms_http_batch_new(h, 8);
         assert_non_null(b);
         for (size_t i = 0; i < n; i++) {
-            req[i] = (ms_http_request_t){.method = "POST", .url = url, .body = "q", .body_len = 1,
-                                         .timeout_ms = 10000, .on_done = note_done,
+            req[i] = (ms_http_request_t){.method = "POST",
+                                         .url = url,
+                                         .body = "q",
+                                         .body_len = 1,
+                                         .timeout_ms = 10000,
+                                         .on_done = note_done,
                                          .done_ctx = &done[i],
-                                         .group = round == 0 ? 0 : i + 1 < N ? 1 : 2};
+                                         .group = round == 0  ? 0
+                                                  : i + 1 < N ? 1
+                                                              : 2};
             ms_http_response_init(&resp[i], 0);
             assert_int_equal(ms_http_batch_add(b, &req[i], &resp[i]), MS_OK);
         }
@@ -791,12 +799,12 @@ static void test_bearer_token_file_is_reread(void **state)
 static void test_fixed_token_and_basic_auth(void **state)
 {
     const char *tenant[] = {"X-Scope-OrgID: team-a"};
-    ms_prom_options_t bearer = {.url = env("MS_IT_BEARER_URL"), .bearer_token = "tok-2",
-                                .headers = tenant, .nheaders = 1};
-    ms_prom_options_t good = {.url = env("MS_IT_BASIC_URL"), .basic_user = "alice",
-                              .basic_password = "s3cret"};
-    ms_prom_options_t bad = {.url = env("MS_IT_BASIC_URL"), .basic_user = "alice",
-                             .basic_password = "wrong"};
+    ms_prom_options_t bearer = {
+        .url = env("MS_IT_BEARER_URL"), .bearer_token = "tok-2", .headers = tenant, .nheaders = 1};
+    ms_prom_options_t good = {
+        .url = env("MS_IT_BASIC_URL"), .basic_user = "alice", .basic_password = "s3cret"};
+    ms_prom_options_t bad = {
+        .url = env("MS_IT_BASIC_URL"), .basic_user = "alice", .basic_password = "wrong"};
     ms_prom_options_t none = {.url = env("MS_IT_BASIC_URL")};
     ms_prom_client_t *c;
     (void)state;
@@ -847,7 +855,7 @@ static void test_thousand_objects_one_tick(void **state)
     ms_spec_t s;
     ms_prom_object_t *objs = calloc(N + 1, sizeof *objs);
     ms_prom_object_obs_t *out = calloc(N + 1, sizeof *out);
-    char (*names)[2][24] = calloc(N, sizeof *names);
+    char(*names)[2][24] = calloc(N, sizeof *names);
     ms_prom_tick_stats_t st;
     ms_prom_tick_t *t;
     double before, after;
@@ -885,7 +893,8 @@ static void test_thousand_objects_one_tick(void **state)
     per_object = s.nmetrics + 2;
     printf("  %d objects: %zu queries per tick (4 presets + %zu distinct user queries), "
            "prometheus counted %.0f, %.3f s; one query per object and value would be %zu\n",
-           N + 1, st.queries_sent, st.user_queries, after - before, st.seconds, (N + 1) * per_object);
+           N + 1, st.queries_sent, st.user_queries, after - before, st.seconds,
+           (N + 1) * per_object);
     /* 4 presets; 10 + 1 namespaces, each with its metric query and its own
      * usage and limit queries (a text is shared within a namespace only). */
     assert_int_equal(st.builtin_queries, 4);
@@ -904,7 +913,6 @@ static void test_thousand_objects_one_tick(void **state)
     free(out);
     ms_prom_client_free(c);
 }
-
 
 /* ---- fairness: one tenant cannot blind the others (issue 23) ---- */
 
@@ -929,8 +937,8 @@ static bool reason_is(const ms_prom_why_t *w, const char *name)
 static void test_one_tenant_cannot_blind_another(void **state)
 {
     enum { SLOW = 16, BIG = 5, ROUNDS = 3 };
-    ms_prom_options_t o = {.url = env("MS_IT_DELAY_URL"), .timeout_ms = 30000,
-                           .max_body = 4u << 20};
+    ms_prom_options_t o = {
+        .url = env("MS_IT_DELAY_URL"), .timeout_ms = 30000, .max_body = 4u << 20};
     ms_prom_client_t *c;
     ms_spec_t slow, big[BIG], shop;
     ms_prom_object_t objs[1 + BIG + 1];
@@ -976,8 +984,8 @@ static void test_one_tenant_cannot_blind_another(void **state)
         printf("  round %d: %.1f s\n", round, mono() - started);
         /* shop: the preset and the user query have their values ... */
         for (size_t m = 0; m < 4; m++)
-            printf("    shop/web metric %zu: %s %s\n", m, ms_prom_reason_name(web->metrics[m].reason),
-                   web->metrics[m].detail);
+            printf("    shop/web metric %zu: %s %s\n", m,
+                   ms_prom_reason_name(web->metrics[m].reason), web->metrics[m].detail);
         for (size_t m = 0; m < 3; m++)
             assert_true(reason_is(&web->metrics[m], "OK"));
         EXPECT(web, 3, MS_PROM_OK, 4, "shop/web"); /* 2 haproxy + 2 envoy targets */
@@ -994,8 +1002,8 @@ static void test_one_tenant_cannot_blind_another(void **state)
         /* tenant-a: its own objects read what they ran past. */
         printf("    tenant-a/slow metric 0: %s %s\n", ms_prom_reason_name(out[0].metrics[0].reason),
                out[0].metrics[0].detail);
-        printf("    tenant-a/big-0 metric 0: %s %s\n", ms_prom_reason_name(out[1].metrics[0].reason),
-               out[1].metrics[0].detail);
+        printf("    tenant-a/big-0 metric 0: %s %s\n",
+               ms_prom_reason_name(out[1].metrics[0].reason), out[1].metrics[0].detail);
         for (int i = 0; i < SLOW; i++) {
             assert_true(reason_is(&out[0].metrics[i], "OVER_SHARE"));
             assert_non_null(strstr(out[0].metrics[i].detail, "of the round's query time"));
