@@ -5,7 +5,8 @@
 #
 # build:    compiler, CMake, Ninja, pkg-config and the fixed libraries
 #           (libcurl, cJSON, libyaml, libwebsockets) plus cmocka and faketime
-#           (libfaketime: the controller's wall-clock step test)
+#           (libfaketime: the controller's wall-clock step test) and clang-format
+#           (lint.format: the tree as clang-format 14 writes it)
 # fuzz:     clang and its runtime for libFuzzer
 # valgrind: valgrind
 # load:     HAProxy, python3 and curl for e2e/lab/load/check.sh
@@ -13,7 +14,7 @@
 set -euo pipefail
 
 declare -A groups=(
-  [build]="gcc libc6-dev cmake ninja-build pkg-config libcurl4-openssl-dev libcjson-dev libyaml-dev libwebsockets-dev libcmocka-dev faketime"
+  [build]="gcc libc6-dev cmake ninja-build pkg-config libcurl4-openssl-dev libcjson-dev libyaml-dev libwebsockets-dev libcmocka-dev faketime clang-format"
   [fuzz]="clang libclang-rt-14-dev"
   [valgrind]="valgrind"
   [load]="haproxy python3 curl"
