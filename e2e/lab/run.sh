@@ -90,7 +90,7 @@ done
 # in a pod (the host's address on kind's network, from `labenv env`).
 case "$LAB_ENV" in
   local) E2E="$REPO/e2e/local" ENV_NAME=local UP_FIRST="~16 min" UP_LATER="~45 s" ;;
-  kind) E2E="$REPO/e2e/kind/labenv" ENV_NAME=kind UP_FIRST="~1 h (offline: e2e/kind/README.md)" UP_LATER="~8 min" ;;
+  kind) E2E="$REPO/e2e/kind/labenv" ENV_NAME=kind UP_FIRST="~1 h (offline: e2e/kind/README.md)" UP_LATER="~1.5 min" ;;
   *) echo "$SCENARIO: --env local or --env kind, not '$LAB_ENV'" >&2; exit 2 ;;
 esac
 E2E_CMD="${E2E#"$REPO/"}"
