@@ -36,6 +36,10 @@
 #            --variant V         shared-edge: own or budget; edge-flows: slow-start
 #            --keep              leave the cluster up at the end (`e2e/local down` later,
 #                                with the same MESHSCALER_E2E_STATE)
+#            --env local|kind    where the arms run (default local, or MESHSCALER_LAB_ENV):
+#                                local, e2e/local's one-node cluster; kind, the kind
+#                                cluster of e2e/kind/up.sh through e2e/kind/labenv, which
+#                                has e2e/local's subcommands (e2e/lab/README.md, "On kind")
 #
 # One script: it builds what is missing (the load client, the lab app's image, the
 # cluster's and meshscaler's images), brings the local one-node cluster up
@@ -54,8 +58,8 @@ set -uo pipefail
 
 LAB="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$LAB/../.." && pwd)"
-E2E="$REPO/e2e/local"
 export MESHSCALER_E2E_STATE="${MESHSCALER_E2E_STATE:-$LAB/.state}"
+LAB_ENV="${MESHSCALER_LAB_ENV:-local}"
 
 SCENARIO="${1:-}"
 case "$SCENARIO" in
@@ -74,10 +78,22 @@ while [ $# -gt 0 ]; do
     --variant) VARIANT="${2:-}"; shift 2 || shift ;;
     --keep) KEEP=1; shift ;;
     --startup-delay) STARTUP_DELAY="$2"; shift 2 ;;
+    --env) LAB_ENV="${2:-}"; shift 2 || shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "$SCENARIO: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+# The environment, always through the same subcommands (up, env, image load, image
+# meshscaler, tools helm, ports, prometheus targets add, down). Its servers on the
+# host (the load clients' and the HAProxy exporters) bind MESHSCALER_E2E_SCRAPE_HOST,
+# where its Prometheus reaches them: e2e/local's runs on the host (127.0.0.1), kind's
+# in a pod (the host's address on kind's network, from `labenv env`).
+case "$LAB_ENV" in
+  local) E2E="$REPO/e2e/local" ENV_NAME=local UP_FIRST="~16 min" UP_LATER="~45 s" ;;
+  kind) E2E="$REPO/e2e/kind/labenv" ENV_NAME=kind UP_FIRST="~1 h (offline: e2e/kind/README.md)" UP_LATER="~1.5 min" ;;
+  *) echo "$SCENARIO: --env local or --env kind, not '$LAB_ENV'" >&2; exit 2 ;;
+esac
+E2E_CMD="${E2E#"$REPO/"}"
 case "$SCENARIO:$VARIANT" in
   shared-edge:own|shared-edge:budget|edge-flows:slow-start) OUT="$LAB/results/$SCENARIO-$VARIANT" ;;
   shared-edge:*) echo "shared-edge: want --variant own or --variant budget" >&2; exit 2 ;;
@@ -239,10 +255,10 @@ cleanup() {
     kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   done
   if [ "$KEEP" -eq 1 ]; then
-    say "--keep: the cluster stays up; stop it with: MESHSCALER_E2E_STATE=$MESHSCALER_E2E_STATE e2e/local down"
+    say "--keep: the cluster stays up; stop it with: MESHSCALER_E2E_STATE=$MESHSCALER_E2E_STATE $E2E_CMD down"
   elif [ -e "$MESHSCALER_E2E_STATE" ]; then
     t=$SECONDS
-    "$E2E" down >"$OUT/logs/down.log" 2>&1 || say "e2e/local down failed (log: $OUT/logs/down.log)"
+    "$E2E" down >"$OUT/logs/down.log" 2>&1 || say "$E2E_CMD down failed (log: $OUT/logs/down.log)"
     T_DOWN=$((SECONDS - t))
     say "down in $T_DOWN s"
   fi
@@ -297,12 +313,14 @@ T_BUILD=$((SECONDS - t))
 
 # --- the cluster -------------------------------------------------------------------------
 t=$SECONDS
-say "bringing the local cluster up (state $MESHSCALER_E2E_STATE; log $OUT/logs/up.log)"
-say "  a first run builds it from source: ~16 min on 2 cores (later runs ~45 s)"
+say "bringing the $ENV_NAME cluster up (state $MESHSCALER_E2E_STATE; log $OUT/logs/up.log)"
+say "  a first run builds it from source: $UP_FIRST on 2 cores (later runs $UP_LATER)"
 # Its progress line shows the last line of up.log: e2e/local's own phase and progress.
-progress_run "bringing the local cluster up" "~16 min" "~45 s" "$OUT/logs/up.log" "$E2E" up \
-  || { tail -n 20 "$OUT/logs/up.log" >&2; die "e2e/local up failed"; }
+progress_run "bringing the $ENV_NAME cluster up" "$UP_FIRST" "$UP_LATER" "$OUT/logs/up.log" "$E2E" up \
+  || { tail -n 20 "$OUT/logs/up.log" >&2; die "$E2E_CMD up failed"; }
+MESHSCALER_E2E_SCRAPE_HOST=127.0.0.1
 eval "$("$E2E" env)"
+SCRAPE_HOST="$MESHSCALER_E2E_SCRAPE_HOST"
 T_UP=$((SECONDS - t))
 say "cluster up in $T_UP s"
 
@@ -315,11 +333,11 @@ INSTALL_LOG="$OUT/logs/install.log"
 step() { printf '%s\n' "$*" >>"$INSTALL_LOG"; }
 progress_start "installing meshscaler and warming up" "~3.5 min" "~45 s" progress_tail "$INSTALL_LOG"
 "$E2E" image load "$LAB_APP_TAR" || die "could not import the lab app's image"
-step "meshscaler's image (e2e/local image meshscaler)"
+step "meshscaler's image ($E2E_CMD image meshscaler)"
 eval "$("$E2E" image meshscaler 2>>"$INSTALL_LOG" | grep '^MESHSCALER_IMAGE=')"
 [ -n "${MESHSCALER_IMAGE:-}" ] || die "no meshscaler image (log: $INSTALL_LOG)"
-step "helm (e2e/local tools helm)"
-"$E2E" tools helm >>"$INSTALL_LOG" 2>&1 || die "could not install helm (e2e/local tools helm; log: $INSTALL_LOG)"
+step "helm ($E2E_CMD tools helm)"
+"$E2E" tools helm >>"$INSTALL_LOG" 2>&1 || die "could not install helm ($E2E_CMD tools helm; log: $INSTALL_LOG)"
 HELM="$REPO/e2e/.bin/helm"
 
 # A kept cluster may hold an earlier run's objects.
@@ -341,7 +359,7 @@ if [ "$SCENARIO" = edge-flows ]; then
   haproxy -c -q -f "$OUT/logs/lb.cfg" || die "haproxy rejected $OUT/logs/lb.cfg"
   haproxy -db -f "$OUT/logs/lb.cfg" >"$OUT/logs/lb.log" 2>&1 &
   PIDS+=($!)
-  "$E2E" prometheus targets add lab-lb "127.0.0.1:$LB_EXPORTER" >/dev/null 2>&1
+  "$E2E" prometheus targets add lab-lb "$SCRAPE_HOST:$LB_EXPORTER" >/dev/null 2>&1
   POOL_A="$MESHSCALER_E2E_NODE_IP:$LB_POOL_A" POOL_B="$MESHSCALER_E2E_NODE_IP:$LB_POOL_B"
   say "balancer: $LB_FLOWS flows per arm, $POOL_CONNS a pod (lb-$ARM_A $POOL_A, lb-$ARM_B $POOL_B)"
 elif [ "$SCENARIO" = shared-edge ]; then
@@ -351,7 +369,7 @@ elif [ "$SCENARIO" = shared-edge ]; then
   haproxy -c -q -f "$OUT/logs/lb.cfg" || die "haproxy rejected $OUT/logs/lb.cfg"
   haproxy -db -f "$OUT/logs/lb.cfg" >"$OUT/logs/lb.log" 2>&1 &
   PIDS+=($!)
-  "$E2E" prometheus targets add lab-lb "127.0.0.1:$LB_EXPORTER" >/dev/null 2>&1
+  "$E2E" prometheus targets add lab-lb "$SCRAPE_HOST:$LB_EXPORTER" >/dev/null 2>&1
   POOL_A="$MESHSCALER_E2E_NODE_IP:$LB_POOL" POOL_B="$POOL_A"
   say "balancer: one table of $LB_FLOWS flows for both services, $POOL_CONNS a pod (lb-edge $POOL_A)"
 fi
@@ -415,9 +433,9 @@ haproxy -db -f "$OUT/logs/edge.cfg" >"$OUT/logs/edge.log" 2>&1 &
 PIDS+=($!)
 edge_up() { curl -sf -o /dev/null "http://127.0.0.1:$EDGE_A/work" && curl -sf -o /dev/null "http://127.0.0.1:$EDGE_B/work"; }
 eventually 20 "the edge HAProxy answers through both Services" edge_up
-"$E2E" prometheus targets add "lab-load-$ARM_A" "127.0.0.1:$PORT_A" "arm=$ARM_A" >/dev/null 2>&1
-"$E2E" prometheus targets add "lab-load-$ARM_B" "127.0.0.1:$PORT_B" "arm=$ARM_B" >/dev/null 2>&1
-"$E2E" prometheus targets add lab-edge "127.0.0.1:$EDGE_EXPORTER" >/dev/null 2>&1
+"$E2E" prometheus targets add "lab-load-$ARM_A" "$SCRAPE_HOST:$PORT_A" "arm=$ARM_A" >/dev/null 2>&1
+"$E2E" prometheus targets add "lab-load-$ARM_B" "$SCRAPE_HOST:$PORT_B" "arm=$ARM_B" >/dev/null 2>&1
+"$E2E" prometheus targets add lab-edge "$SCRAPE_HOST:$EDGE_EXPORTER" >/dev/null 2>&1
 
 FOLLOW=(python3 "$LAB/lib/follow.py")
 "${FOLLOW[@]}" --log "$OUT/logs/replicas.log" -- "$KUBECTL" get deploy -A -l "lab.meshscaler.io/scenario=$SCENARIO" \
@@ -440,25 +458,25 @@ t=$SECONDS
 for arm in "$ARM_A" "$ARM_B"; do
   if [ "$arm" = "$ARM_A" ]; then edge=$EDGE_A port=$PORT_A; else edge=$EDGE_B port=$PORT_B; fi
   "$LOAD" --url "http://127.0.0.1:$edge/work" --profile "$PROFILE" --duration "$DURATION_S" --retry "$RETRY" --seed 12 \
-    --timeout-ms 3000 --max-in-flight 4000 --metrics-addr "127.0.0.1:$port" \
+    --timeout-ms 3000 --max-in-flight 4000 --metrics-addr "$SCRAPE_HOST:$port" \
     --summary "$OUT/logs/load-$arm.json" >"$OUT/logs/load-$arm.out" 2>"$OUT/logs/load-$arm.err" &
   PIDS+=($!)
   if [ "$arm" = "$ARM_A" ]; then LOAD_PID_A=$!; else LOAD_PID_B=$!; fi
 done
 
 if [ "$SCENARIO" = shared-edge ]; then
-  "$E2E" prometheus targets add lab-bystander-edge "127.0.0.1:$BYS_PORT" >/dev/null 2>&1
+  "$E2E" prometheus targets add lab-bystander-edge "$SCRAPE_HOST:$BYS_PORT" >/dev/null 2>&1
   "$LOAD" --url "http://127.0.0.1:$LB_BYS/other" --profile "steady:$BYSTANDER_RATE" --duration "$DURATION_S" --seed 13 \
-    --timeout-ms 3000 --metrics-addr "127.0.0.1:$BYS_PORT" --summary "$OUT/logs/bystander-edge.json" \
+    --timeout-ms 3000 --metrics-addr "$SCRAPE_HOST:$BYS_PORT" --summary "$OUT/logs/bystander-edge.json" \
     >"$OUT/logs/bystander-edge.out" 2>"$OUT/logs/bystander-edge.err" &
   PIDS+=($!)
 fi
 if [ "$SCENARIO" = edge-flows ]; then
   for arm in "$ARM_A" "$ARM_B"; do
     if [ "$arm" = "$ARM_A" ]; then bys=$LB_BYS_A port=$BYS_PORT_A; else bys=$LB_BYS_B port=$BYS_PORT_B; fi
-    "$E2E" prometheus targets add "lab-bystander-$arm" "127.0.0.1:$port" "arm=$arm" >/dev/null 2>&1
+    "$E2E" prometheus targets add "lab-bystander-$arm" "$SCRAPE_HOST:$port" "arm=$arm" >/dev/null 2>&1
     "$LOAD" --url "http://127.0.0.1:$bys/other" --profile "steady:$BYSTANDER_RATE" --duration "$DURATION_S" --seed 13 \
-      --timeout-ms 3000 --metrics-addr "127.0.0.1:$port" --summary "$OUT/logs/bystander-$arm.json" \
+      --timeout-ms 3000 --metrics-addr "$SCRAPE_HOST:$port" --summary "$OUT/logs/bystander-$arm.json" \
       >"$OUT/logs/bystander-$arm.out" 2>"$OUT/logs/bystander-$arm.err" &
     PIDS+=($!)
   done

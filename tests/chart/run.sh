@@ -288,6 +288,7 @@ fi
 if command -v shellcheck >/dev/null 2>&1; then
   scripts=("$root/scripts/gen-manifests.sh" "$here/run.sh")
   for f in "$root"/e2e/kind/*.sh; do [[ -e "$f" ]] && scripts+=("$f"); done
+  [[ -e "$root/e2e/kind/labenv" ]] && scripts+=("$root/e2e/kind/labenv")
   if out="$(shellcheck -x "${scripts[@]}" 2>&1)"; then pass "shellcheck: ${scripts[*]#"$root/"}"
   else fail "shellcheck: $(echo "$out" | head -n 12 | tr '\n' ';')"; fi
 fi

@@ -224,13 +224,14 @@ shadow_mas() {
 
 # haproxy_head EXPORTER_PORT [DEFAULTS_LINE]...: the start of the lab's HAProxy
 # configurations: no process-wide limit (each frontend has its own), HTTP defaults,
-# and the Prometheus exporter on 127.0.0.1:EXPORTER_PORT.
+# and the Prometheus exporter on SCRAPE_HOST:EXPORTER_PORT (run.sh: where the
+# environment's Prometheus reaches the host, 127.0.0.1 for e2e/local's).
 haproxy_head() {
   local eport="$1" line
   shift
   printf 'global\n  maxconn 8000\ndefaults\n  mode http\n  timeout connect 2s\n  timeout client 30s\n  timeout server 30s\n'
   for line in "$@"; do printf '%s\n' "$line"; done
-  printf 'frontend exporter\n  bind 127.0.0.1:%s\n  http-request use-service prometheus-exporter if { path /metrics }\n' "$eport"
+  printf 'frontend exporter\n  bind %s:%s\n  http-request use-service prometheus-exporter if { path /metrics }\n' "${SCRAPE_HOST:-127.0.0.1}" "$eport"
 }
 
 # The edge: one HAProxy on the host in front of both Services (a frontend each), as an
