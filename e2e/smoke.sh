@@ -90,8 +90,9 @@ if progress_run "bringing the local cluster up" "~10 min (node tools, images)" "
   grep -F 'cleaning up after the node of' "$MESHSCALER_E2E_STATE.up.log" | sed 's/^/     /' || true
   cp "$MESHSCALER_E2E_STATE/node/sysctl.saved" "$SYSCTLS_SAVED" 2>/dev/null || true
 else
-  # The cause is the `error:` line; what follows it is the clean-up.
-  fail "e2e/local up" "$(grep -m1 -B3 '\[e2e\] error:' "$MESHSCALER_E2E_STATE.up.log" \
+  # The cause is the `error:` line, after the failing component's log tail (up to 40
+  # lines); what follows it is the clean-up.
+  fail "e2e/local up" "$(grep -m1 -B24 '\[e2e\] error:' "$MESHSCALER_E2E_STATE.up.log" \
     || tail -n 5 "$MESHSCALER_E2E_STATE.up.log")"
   rm -f "$MESHSCALER_E2E_STATE.up.log"
   exit 1
