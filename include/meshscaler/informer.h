@@ -108,6 +108,8 @@ typedef struct {
     long idle_timeout_seconds;  /* end the watch when no byte arrives for
                                    this long; 0: MS_KUBE_WATCH_IDLE_TIMEOUT */
     const atomic_bool *cancel;  /* the watch stops when it turns true; may be NULL */
+    bool drop_managed_fields;   /* objects arrive without metadata.managedFields,
+                                   cut from the text before it is parsed (cheaper) */
 } ms_kube_watch_options_t;
 
 /* Watch path from resourceVersion rv with bookmarks (allowWatchBookmarks).

@@ -519,6 +519,7 @@ static ms_err_t watch_once(ms_kube_informer_t *inf, watching_t *w, bool *idle,
     wo.timeout_seconds = watch_timeout(inf);
     wo.idle_timeout_seconds = inf->watch_idle_timeout;
     wo.cancel = &inf->stop;
+    wo.drop_managed_fields = !inf->keep_managed_fields;
     err = ms_kube_watch_with(inf->client, inf->path, w->rv, &wo, on_event, w, idle, kerr);
     if (*idle && !atomic_load(&inf->stop)) {
         /* Nothing arrived for the idle timeout: resume like after any

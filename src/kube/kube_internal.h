@@ -112,6 +112,14 @@ void ms__kube_lines_cleanup(ms__kube_lines_t *l);
  * lines skipped). Returns the first error of the stream. */
 ms_err_t ms__kube_lines_feed(ms__kube_lines_t *l, const char *data, size_t len);
 
+/* ---- managedFields cut before parsing (cut.c) ---- */
+
+/* Copies s into out (emptied first) without the member managedFields of a
+ * watch event's object.metadata (cut.c says why). False
+ * when there is none, or s is not text the scan can follow, or out's cap
+ * was reached: then s is to be parsed as it is. */
+bool ms__kube_cut_managed_fields(const char *s, size_t len, ms_buf_t *out);
+
 /* ---- event deduplication (kube_events.c) ---- */
 
 /* The key under which repeated events are folded into one (count++):

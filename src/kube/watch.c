@@ -249,6 +249,8 @@ typedef struct {
     ms_err_t err;           /* why the stream was stopped */
     double last;            /* monotonic time of the start or the last chunk */
     ms_kube_error_t status; /* from an ERROR event */
+    bool drop_managed_fields;
+    ms_buf_t cut; /* the line without managedFields (owned, reused) */
     char detail[MS_ERRBUF_SIZE];
 } watch_t;
 
@@ -257,8 +259,13 @@ static ms_err_t on_line(void *ctx, const char *line, size_t len)
     watch_t *w = ctx;
     ms_kube_event_type_t type;
     cJSON *obj;
-    ms_err_t err = ms_kube_watch_decode(line, len, &type, &obj, w->detail, sizeof w->detail);
+    ms_err_t err;
 
+    if (w->drop_managed_fields && ms__kube_cut_managed_fields(line, len, &w->cut)) {
+        line = w->cut.data;
+        len = w->cut.len;
+    }
+    err = ms_kube_watch_decode(line, len, &type, &obj, w->detail, sizeof w->detail);
     if (err != MS_OK)
         return err;
     if (type == MS_KUBE_EV_ERROR) {
@@ -321,6 +328,8 @@ ms_err_t ms_kube_watch_with(ms_kube_client_t *c, const char *path, const char *r
     }
     ms__kube_lines_init(&w.lines, MS_KUBE_MAX_EVENT, on_line, &w);
     w.path = path;
+    w.drop_managed_fields = opt->drop_managed_fields;
+    ms_buf_init(&w.cut, MS_KUBE_MAX_EVENT);
     w.fn = fn;
     w.ctx = ctx;
     w.last = ms_clock_monotonic();
@@ -355,6 +364,7 @@ ms_err_t ms_kube_watch_with(ms_kube_client_t *c, const char *path, const char *r
         err = kerr->err;
     }
     ms__kube_lines_cleanup(&w.lines);
+    ms_buf_cleanup(&w.cut);
     ms_buf_cleanup(&url);
     return err;
 }

@@ -1,8 +1,9 @@
 /*
  * test_kube_watch.c - watch streams cut into events: line framing through a
  * bounded buffer (chunks split anywhere, CRLF, oversized lines), the event
- * decoder on recorded kube-apiserver lines and on garbage, and the API path
- * builder the watch and list URLs start from.
+ * decoder on recorded kube-apiserver lines and on garbage, the API path
+ * builder the watch and list URLs start from, and managedFields cut from an
+ * event's text before it is parsed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -240,6 +241,102 @@ static void test_object_key(void **state)
     cJSON_Delete(bad);
 }
 
+/* ---- managedFields cut before parsing (cut.c) ---- */
+
+/* s without its object.metadata.managedFields, as parsed: what the cut's
+ * text must parse to. */
+static cJSON *parsed_without_managed(const char *s)
+{
+    cJSON *doc = cJSON_Parse(s);
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "object"),
+                                                 "metadata");
+
+    assert_non_null(doc);
+    while (cJSON_GetObjectItemCaseSensitive(md, "managedFields") != NULL)
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+    return doc;
+}
+
+/* The cut of s is shorter, names no managedFields where it was, and parses
+ * to what s parses to without it. */
+static void expect_cut(const char *s)
+{
+    ms_buf_t out;
+    cJSON *want = parsed_without_managed(s), *got;
+
+    ms_buf_init(&out, MS_KUBE_MAX_EVENT);
+    assert_true(ms__kube_cut_managed_fields(s, strlen(s), &out));
+    assert_true(out.len < strlen(s));
+    got = cJSON_ParseWithLength(out.data, out.len);
+    if (got == NULL || !cJSON_Compare(got, want, true))
+        fail_msg("cut of %s gave %.*s", s, (int)out.len, out.data);
+    cJSON_Delete(got);
+    cJSON_Delete(want);
+    ms_buf_cleanup(&out);
+}
+
+static void expect_no_cut(const char *s)
+{
+    ms_buf_t out;
+
+    ms_buf_init(&out, MS_KUBE_MAX_EVENT);
+    if (ms__kube_cut_managed_fields(s, strlen(s), &out))
+        fail_msg("%s was cut to %.*s", s, (int)out.len, out.data);
+    ms_buf_cleanup(&out);
+}
+
+static void test_cut_managed_fields_recorded(void **state)
+{
+    size_t len;
+    char *text = read_fixture("watch-configmaps.jsonl", &len);
+    char *line, *save = NULL;
+    int cut = 0;
+
+    (void)state;
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        if (strstr(line, "\"managedFields\"") == NULL)
+            continue;
+        expect_cut(line);
+        cut++;
+    }
+    assert_int_equal(cut, 3); /* ADDED, MODIFIED, DELETED; the BOOKMARK has none */
+    free(text);
+}
+
+static void test_cut_managed_fields_anywhere_in_metadata(void **state)
+{
+    (void)state;
+    /* first, middle, last, only member; spaces; strings holding brackets, quotes and the key */
+    expect_cut("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"managedFields\":[{\"a\":\"}]\"}],"
+               "\"name\":\"n\",\"resourceVersion\":\"1\"}}}");
+    expect_cut("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"n\", \"managedFields\" : "
+               "[{\"f\":{\"x\\\"]}\":{}}}] , \"resourceVersion\":\"1\"}}}");
+    expect_cut("{\"type\":\"ADDED\",\"object\":{\"kind\":\"\\\"managedFields\\\":\",\"metadata\":"
+               "{\"name\":\"n\",\"resourceVersion\":\"1\",\"managedFields\":[]}},\"x\":1}");
+    expect_cut("{\"object\":{\"metadata\":{ \"managedFields\":null }},\"type\":\"MODIFIED\"}");
+    expect_cut("{\"object\":{\"metadata\":{\"managedFields\":[1],\"managedFields\":[2],\"n\":1}}}");
+}
+
+static void test_cut_managed_fields_nowhere_else(void **state)
+{
+    (void)state;
+    expect_no_cut("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"n\"}}}");
+    /* a pod template's metadata, the event's top level, a value, a string */
+    expect_no_cut("{\"object\":{\"metadata\":{},\"spec\":{\"template\":{\"metadata\":"
+                  "{\"managedFields\":[]}}}}}");
+    expect_no_cut("{\"managedFields\":[],\"object\":{\"metadata\":{\"managedFields2\":1}}}");
+    expect_no_cut("{\"object\":{\"metadata\":{\"name\":\"managedFields\"}}}");
+    expect_no_cut("{\"object\":{\"metadata\":{\"labels\":{\"managedFields\":\"x\"}}}}");
+    expect_no_cut("{\"items\":[{\"metadata\":{\"managedFields\":[]}}]}");
+    expect_no_cut("{\"object\":{\"metadata\":{},\"status\":{\"managedFields\":[]}}}");
+    expect_no_cut("{\"event\":{\"metadata\":{\"managedFields\":[]}}}");
+    /* text the scan cannot follow is left to the parser */
+    expect_no_cut("{\"object\":{\"metadata\":{\"managedFields\":[{\"a\":\"}]}}}");
+    expect_no_cut("{\"object\":{\"metadata\":{\"managedFields\":[[[]]}}");
+    expect_no_cut("{\"object\":{\"metadata\":{\"managedFields\"}}}]]]");
+    expect_no_cut("\"managedFields\"");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +348,9 @@ int main(void)
         cmocka_unit_test(test_garbage_events),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_object_key),
+        cmocka_unit_test(test_cut_managed_fields_recorded),
+        cmocka_unit_test(test_cut_managed_fields_anywhere_in_metadata),
+        cmocka_unit_test(test_cut_managed_fields_nowhere_else),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
