@@ -44,52 +44,6 @@
  * the worker itself, as before the writers. */
 #define SCALE_QUEUE 16384
 #define SCALE_WRITERS 32
-/* The lease's validity must reach past the moment a write is sent by this
- * much, or the write waits for the next renewal. */
-#define WRITE_MIN_VALIDITY 0.5
-
-/* With --leader-elect the elector starts once the caches synced; until then
- * this replica is no leader. */
-static bool elects(const ms_controller_t *c)
-{
-    return c->cfg.leader_elect && !c->cfg.dry_run;
-}
-
-bool ms__controller_may_act(ms_controller_t *c)
-{
-    ms_kube_elector_t *elector = c->elector;
-
-    if (elector == NULL)
-        return !elects(c);
-    return ms_kube_elector_is_leader(elector);
-}
-
-bool ms__may_write(ms_controller_t *c, const char *kind)
-{
-    ms_kube_elector_t *elector = c->elector;
-    double until, now;
-
-    if (c->cfg.dry_run)
-        return false;
-    if (elector == NULL) {
-        if (!elects(c))
-            return true;
-        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
-        return false;
-    }
-    until = ms_kube_elector_valid_until(elector);
-    now = ms_clock_monotonic();
-    if (until - now < WRITE_MIN_VALIDITY) {
-        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
-        MS_LOG_DEBUG("write dropped: the lease is not valid long enough", MS_S("kind", kind),
-                     MS_D("valid_for", until - now));
-        return false;
-    }
-    /* The request itself ends by the lease's end: it cannot land in a
-     * successor's term from this side (lease.h). */
-    ms_kube_deadline_set(until);
-    return true;
-}
 
 static bool may_send_event(void *ctx)
 {
@@ -588,6 +542,8 @@ static void stop_round_thread(ms_controller_t *c)
  * syncs hand their events and status patches to. */
 static ms_err_t start_server_and_writers(ms_controller_t *c, char *errbuf, size_t errlen)
 {
+    static const ms__scale_writer_ops_t scale_ops = {
+        .write = ms__sync_write, .abandon = ms__sync_abandon, .free = ms__sync_free};
     ms_server_options_t so = {0};
 
     so.metrics_addr = c->cfg.metrics_addr;
@@ -604,7 +560,7 @@ static ms_err_t start_server_and_writers(ms_controller_t *c, char *errbuf, size_
                                     EVENT_QUEUE, may_send_event, c);
     if (!c->cfg.dry_run) {
         c->status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
-        c->scale_writer = ms__scale_writer_new(c, SCALE_WRITERS, SCALE_QUEUE);
+        c->scale_writer = ms__scale_writer_new(c, &scale_ops, SCALE_WRITERS, SCALE_QUEUE);
     }
     return MS_OK;
 }

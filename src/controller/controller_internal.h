@@ -46,7 +46,7 @@
 #define MS__MAS_PLURAL "meshautoscalers"
 #define MS__KEY_MAX 320 /* namespace (63) + "/" + name (253) */
 
-/* ---- parsed specs ---- */
+/* ---- parsed specs (objects.c) ---- */
 
 /* A MeshAutoscaler's spec parsed once per generation and shared, read-only,
  * by the round that observes with it and the worker that decides with it.
@@ -90,7 +90,17 @@ ms__spec_ref_t *ms__spec_ref_retain(ms__spec_ref_t *r);
 /* NULL does nothing. */
 void ms__spec_ref_release(ms__spec_ref_t *r);
 
-/* ---- rounds ---- */
+/* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
+ * metric target counts ready replicas (Utilization, Value), a metric is a
+ * sidecar preset or has a saturation correction (pods that just turned
+ * Ready), or a downstream entry reserves room for pods not running yet (step 7). */
+bool ms__spec_needs_pods(const ms_spec_t *s);
+/* Whether a query of the spec uses {{podRegex}}. When the round could not
+ * count the pods it passes no regex, and the tick reports those queries
+ * missing (prom_sources.h), never zero. */
+bool ms__spec_uses_pod_regex(const ms_spec_t *s);
+
+/* ---- rounds (made by round.c; referenced, released and read in objects.c) ---- */
 
 typedef enum {
     MS__ENTRY_GONE = 0, /* deleted: the worker frees nothing, the round thread did */
@@ -157,7 +167,7 @@ void ms__round_release(ms__round_t *r);
 void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
                            ms_prom_object_obs_t *out);
 
-/* ---- per-object state ---- */
+/* ---- per-object state (objects.c) ---- */
 
 /* What the controller remembers about one MeshAutoscaler, keyed by
  * "namespace/name". Four owners, by field group:
@@ -596,14 +606,14 @@ struct ms_controller {
     bool header_done;
 };
 
+/* ---- the lease (leader.c) ---- */
+
 /* Whether this process may act now (no election, or the leader). */
 bool ms__controller_may_act(ms_controller_t *c);
 /* Whether a write may go out now: no election, or a lease held and valid
  * (on the monotonic clock) for the write's time. Counts a dropped write by
  * kind ("scale", "status", "event") when not. */
 bool ms__may_write(ms_controller_t *c, const char *kind);
-/* Mark an object due now and wake the round thread. */
-void ms__kick(ms_controller_t *c, const char *key);
 
 /* ---- one object's sync (reconcile.c, report.c) ---- */
 
@@ -613,7 +623,7 @@ typedef struct {
     const ms__round_t *round;
     double started;              /* monotonic */
     cJSON *obj;                  /* owned: a deep copy from the cache, made only when the
-                                    sync needs the previous status (ms__item_object) */
+                                    sync needs the previous status (report.c) */
     const char *ns, *name, *uid; /* point into the buffers below */
     char ns_buf[64], name_buf[256], uid_buf[64];
     char rv[64]; /* the object's resourceVersion the sync saw */
@@ -661,10 +671,6 @@ typedef struct {
     char pods_settling[256];      /* which per-pod metrics left settling pods out; "": none */
 } ms__item_t;
 
-/* The object as the cache holds it now (a deep copy, kept in it->obj);
- * NULL when it was deleted meanwhile. */
-const cJSON *ms__item_object(ms_controller_t *c, ms__item_t *it);
-
 /* Restore it->state's memory from the object's status the first time this
  * process syncs the object (report.c). */
 void ms__memory_restore(ms_controller_t *c, ms__item_t *it);
@@ -689,7 +695,7 @@ void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *n
  * costliest namespaces replace the last round's series. */
 #define MS__COST_NAMESPACES 10
 void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick);
-/* Leader, queue, cache gauges and the clients' request counters. */
+/* Leader, queue, cache gauges and the clients' request counters (ctl_gauges.c). */
 void ms__metrics_refresh(ms_controller_t *c);
 /* Observe (time it, count it) one API call of a sync or the status writer:
  * operation ("get_scale", "update_scale", "patch_status"), started on the
@@ -698,6 +704,8 @@ void ms__kube_observe(ms_controller_t *c, const char *operation, double started,
 
 /* The round thread (round.c). */
 void *ms__round_main(void *arg);
+/* Mark an object due now and wake the round thread. */
+void ms__kick(ms_controller_t *c, const char *key);
 
 /* Sync the key the queue handed this worker (reconcile.c). A sync that
  * decided a scale write hands itself to the scale writer and returns; the
@@ -720,16 +728,26 @@ void ms__sync_free(ms__item_t *it);
 /* A worker that decided a scale change hands its sync here and takes the
  * next key: a few threads write the queued scales, several requests in
  * flight, in the foreground of the client's token bucket (before status and
- * Events), one pending write per object. */
+ * Events), one pending write per object.
+ *
+ * What the writer does with a sync handed to it is the loop's (reconcile.c:
+ * ms__sync_write, ms__sync_abandon, ms__sync_free, given by controller.c),
+ * so the writer, a tier below the loop, never calls up into it. */
+typedef struct {
+    void (*write)(ms_controller_t *c, ms__item_t *it);   /* the write and the rest of the sync */
+    void (*abandon)(ms_controller_t *c, ms__item_t *it); /* never written (shutdown) */
+    void (*free)(ms__item_t *it);                        /* a newer sync replaced it */
+} ms__scale_writer_ops_t;
 /* `threads` writers of a queue of at most `capacity` objects (0 threads:
- * nobody writes, what is queued waits for the free; tests). */
-ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t capacity);
+ * nobody writes, what is queued waits for the free; tests). ops is copied. */
+ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, const ms__scale_writer_ops_t *ops,
+                                         int threads, size_t capacity);
 /* Stop taking syncs; write what is queued until `deadline` (monotonic).
  * True when every write was done by then; false when some still wait for
  * their answer or a token: cancel the client's requests, then free. NULL: true. */
 bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline);
 /* Join the writers (a write in flight ends first: drained or cancelled) and
- * abandon what still waits (ms__sync_abandon); ms__scale_writer_pending
+ * abandon what still waits (ops->abandon); ms__scale_writer_pending
  * stays callable (0). NULL does nothing. */
 void ms__scale_writer_stop(ms__scale_writer_t *w);
 /* Stop as above if not stopped yet, then free. NULL does nothing. */
@@ -798,16 +816,6 @@ void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, int32_
  * which HPA keeps out too. */
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
                            int32_t ready_pods, int32_t current);
-/* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
- * metric target counts ready replicas (Utilization, Value), a metric is a
- * sidecar preset or has a saturation correction (pods that just turned
- * Ready), or a downstream
- * entry reserves room for pods not running yet (step 7). */
-bool ms__spec_needs_pods(const ms_spec_t *s);
-/* Whether a query of the spec uses {{podRegex}}. When the round could not
- * count the pods it passes no regex, and the tick reports those queries
- * missing (prom_sources.h), never zero. */
-bool ms__spec_uses_pod_regex(const ms_spec_t *s);
 
 /* Whether an apps/v1 kind is cached by a workload informer: its index in
  * c->workloads, or -1. */

@@ -1,8 +1,9 @@
 /*
- * ctl_metrics.c - the controller's /metrics families, and the gauges and
- * client counters the main loop refreshes once a second. The per-sync
- * series (decisions, replicas, latencies) are updated by reconcile.c and
- * report.c as they happen, API calls through ms__kube_observe().
+ * ctl_metrics.c - the controller's /metrics families. The per-sync series
+ * (decisions, replicas, latencies) are updated by reconcile.c and report.c
+ * as they happen, API calls through ms__kube_observe(); the gauges and
+ * client counters the main loop refreshes once a second are ctl_gauges.c's
+ * (which reads the writers and queues: those write here, so it is apart).
  */
 #include <stddef.h>
 #include <string.h>
@@ -283,90 +284,4 @@ void ms__kube_observe(ms_controller_t *c, const char *operation, double started,
 
     ms_metrics_observe(c->metrics, c->fam.kube_seconds, labels, ms_clock_monotonic() - started);
     ms_metrics_add(c->metrics, c->fam.kube_requests, labels, 1);
-}
-
-static void add_stats(ms_kube_stats_t *sum, ms_kube_client_t *k)
-{
-    ms_kube_stats_t st;
-
-    if (k == NULL)
-        return;
-    ms_kube_client_stats(k, &st);
-    sum->get += st.get;
-    sum->list += st.list;
-    sum->watch += st.watch;
-    sum->create += st.create;
-    sum->update += st.update;
-    sum->patch += st.patch;
-    sum->del += st.del;
-    sum->throttle_seconds += st.throttle_seconds;
-}
-
-static void sum_stats(ms_controller_t *c, ms_kube_stats_t *sum)
-{
-    memset(sum, 0, sizeof *sum);
-    add_stats(sum, c->kube);
-    add_stats(sum, c->kube_lease);
-}
-
-/* The clients' own counters, as deltas since the last call. */
-static void client_counters(ms_controller_t *c)
-{
-    ms_kube_stats_t now, *was = &c->last_stats;
-    struct {
-        const char *verb;
-        unsigned long now, was;
-    } verbs[7];
-    size_t i = 0;
-
-    sum_stats(c, &now);
-    verbs[i++] = (typeof(verbs[0])){"get", now.get, was->get};
-    verbs[i++] = (typeof(verbs[0])){"list", now.list, was->list};
-    verbs[i++] = (typeof(verbs[0])){"watch", now.watch, was->watch};
-    verbs[i++] = (typeof(verbs[0])){"create", now.create, was->create};
-    verbs[i++] = (typeof(verbs[0])){"update", now.update, was->update};
-    verbs[i++] = (typeof(verbs[0])){"patch", now.patch, was->patch};
-    verbs[i++] = (typeof(verbs[0])){"delete", now.del, was->del};
-    for (i = 0; i < 7; i++)
-        ms_metrics_add(c->metrics, c->fam.client_requests, &verbs[i].verb,
-                       (double)(verbs[i].now - verbs[i].was));
-    ms_metrics_add(c->metrics, c->fam.client_throttle, NULL,
-                   now.throttle_seconds - was->throttle_seconds);
-    *was = now;
-}
-
-static void event_counts(void *ctx, const char *reason, unsigned long dropped,
-                         unsigned long combined)
-{
-    ms_controller_t *c = ctx;
-
-    if (dropped > 0)
-        ms_metrics_add(c->metrics, c->fam.events_dropped, &reason, (double)dropped);
-    if (combined > 0)
-        ms_metrics_add(c->metrics, c->fam.events_combined, &reason, (double)combined);
-}
-
-void ms__metrics_refresh(ms_controller_t *c)
-{
-    ms_metrics_set(c->metrics, c->fam.leader, NULL, ms__controller_may_act(c) ? 1 : 0);
-    ms_metrics_set(c->metrics, c->fam.queue_depth, NULL, (double)ms_workqueue_len(c->queue));
-    ms_metrics_set(c->metrics, c->fam.queue_delayed, NULL,
-                   (double)ms_workqueue_delayed_len(c->queue));
-    ms_metrics_set(c->metrics, c->fam.objects, NULL,
-                   c->mas != NULL ? (double)ms_kube_informer_size(c->mas) : 0);
-    if (c->status_writer != NULL)
-        ms_metrics_set(c->metrics, c->fam.status_queued, NULL,
-                       (double)ms__status_writer_pending(c->status_writer));
-    if (c->events != NULL)
-        ms__event_queue_take_counts(c->events, ms_clock_monotonic(), c->cfg.sync_period,
-                                    event_counts, c);
-    client_counters(c);
-    if (c->prom != NULL) {
-        ms_prom_client_stats_t ps;
-        ms_prom_client_stats(c->prom, &ps);
-        ms_metrics_set(c->metrics, c->fam.breaker_open, NULL, ps.open ? 1 : 0);
-        ms_metrics_add(c->metrics, c->fam.prom_skipped, NULL,
-                       (double)(ps.skipped - c->last_prom_skipped));
-        c->last_prom_skipped = ps.skipped;
-    }
 }

@@ -27,41 +27,6 @@
 
 #define MAX_WRITE_ATTEMPTS 3
 
-static bool uses_pod_regex(const char *q)
-{
-    return q != NULL && strstr(q, "{{podRegex}}") != NULL;
-}
-
-bool ms__spec_uses_pod_regex(const ms_spec_t *s)
-{
-    for (size_t i = 0; i < s->nmetrics; i++)
-        if (uses_pod_regex(s->metrics[i].query) ||
-            uses_pod_regex(s->saturation[i].admitted_query) ||
-            uses_pod_regex(s->saturation[i].rejected_query))
-            return true;
-    for (size_t i = 0; i < s->ndownstreams; i++)
-        if (uses_pod_regex(s->downstreams[i].usage_query) ||
-            uses_pod_regex(s->downstreams[i].limit_query))
-            return true;
-    return uses_pod_regex(s->retry_storm.retry_share_query);
-}
-
-/* Pods are counted only when something needs them: a {{podRegex}} query, a
- * target that counts ready replicas (Utilization, Value), a per-pod preset
- * or a saturation correction (when pods turned Ready: ms__leave_out_settling_pods,
- * hold_unsettled_saturation), or a downstream guardrail (the running pods:
- * step 7's reservation). */
-bool ms__spec_needs_pods(const ms_spec_t *s)
-{
-    if (s->ndownstreams > 0)
-        return true;
-    for (size_t i = 0; i < s->nmetrics; i++)
-        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE ||
-            s->metrics[i].source != MS_SOURCE_PROMETHEUS || s->saturation[i].enabled)
-            return true;
-    return ms__spec_uses_pod_regex(s);
-}
-
 /* ---- load: the object as its handler left it, its scale ---- */
 
 /* Under the table's lock: the object's identity, resourceVersion,
@@ -86,13 +51,6 @@ static bool load_object(ms_controller_t *c, ms__item_t *it, char *pause_err, siz
     snprintf(pause_err, cap, "%s", o->pause_error ? o->pause_error : "");
     pthread_mutex_unlock(&c->objects.lock);
     return same;
-}
-
-const cJSON *ms__item_object(ms_controller_t *c, ms__item_t *it)
-{
-    if (it->obj == NULL)
-        it->obj = ms_kube_informer_get(c->mas, it->key);
-    return it->obj;
 }
 
 static bool load(ms_controller_t *c, ms__item_t *it)

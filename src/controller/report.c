@@ -255,9 +255,18 @@ static void report_decision(ms_controller_t *c, ms__item_t *it)
     }
 }
 
+/* The object as the cache holds it now (a deep copy, kept in it->obj and
+ * freed with the item); NULL when it was deleted meanwhile. */
+static const cJSON *item_object(ms_controller_t *c, ms__item_t *it)
+{
+    if (it->obj == NULL)
+        it->obj = ms_kube_informer_get(c->mas, it->key);
+    return it->obj;
+}
+
 static const cJSON *previous_status(ms_controller_t *c, ms__item_t *it)
 {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(ms__item_object(c, it), "status");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(item_object(c, it), "status");
 
     return cJSON_IsObject(st) ? st : NULL;
 }

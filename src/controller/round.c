@@ -41,27 +41,6 @@
  * still acts within 15 s). */
 #define CATCHUP_MAX_INTERVAL 15.0
 
-ms__round_t *ms__round_retain(ms__round_t *r)
-{
-    atomic_fetch_add(&r->refs, 1);
-    return r;
-}
-
-void ms__round_release(ms__round_t *r)
-{
-    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
-        return;
-    for (size_t i = 0; i < r->n; i++) {
-        ms__spec_ref_release(r->entries[i].spec);
-        free(r->entries[i].pod_regex);
-    }
-    free(r->entries);
-    free(r->group_next);
-    free(r->objs);
-    ms_prom_tick_free(r->tick);
-    free(r);
-}
-
 double ms__next_sync_delay(double period, double now)
 {
     double delay = period - fmod(now, period);
@@ -509,23 +488,6 @@ static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e, doub
 }
 
 /* ---- observing ---- */
-
-static void missing_everywhere(ms_prom_object_obs_t *out, const char *why)
-{
-    memset(out, 0, sizeof *out);
-    ms_observation_init(&out->obs);
-    for (size_t k = 0; k < MS_MAX_METRICS; k++)
-        out->metrics[k] = (ms_prom_why_t){MS_PROM_UNAVAILABLE, why};
-}
-
-void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
-                           ms_prom_object_obs_t *out)
-{
-    if (!r->tick_ok || e->obj_index >= r->nobjs)
-        missing_everywhere(out, "the Prometheus tick did not run");
-    else
-        ms_prom_tick_observe(r->tick, r->objs, e->obj_index, out);
-}
 
 /* One Prometheus tick for every observed entry of the round; each worker
  * reads its object's observation from it (ms__round_observation). */

@@ -117,6 +117,10 @@ static ms__object_t *add_object(ms_controller_t *c, const char *key)
     return o;
 }
 
+/* The scale writer's callbacks, as the controller gives them (reconcile.c). */
+static const ms__scale_writer_ops_t scale_ops = {
+    .write = ms__sync_write, .abandon = ms__sync_abandon, .free = ms__sync_free};
+
 /* A decided sync of o as a worker hands it over: the object busy, the
  * memory before the decision kept, the round referenced. */
 static ms__item_t *decided(ms__object_t *o, ms__round_t *round, int32_t desired)
@@ -151,7 +155,7 @@ static void test_scale_writes_coalesced_and_abandoned_unrecorded(void **state)
     c->cfg.sync_period = 15;
     api = add_object(c, "shop/api");
     web = add_object(c, "shop/web");
-    w = ms__scale_writer_new(c, 0, 4); /* nobody writes: what is queued stays */
+    w = ms__scale_writer_new(c, &scale_ops, 0, 4); /* nobody writes: what is queued stays */
 
     assert_true(ms__scale_writer_push(w, decided(api, round, 3)));
     assert_true(ms__scale_writer_push(w, decided(web, round, 2)));
@@ -193,7 +197,7 @@ static void test_status_waits_behind_scale_writes(void **state)
     c->cfg.sync_period = 15;
     c->queue = ms_workqueue_new(NULL);
     ms__objects_init(&c->objects);
-    c->scale_writer = ms__scale_writer_new(c, 0, 4);
+    c->scale_writer = ms__scale_writer_new(c, &scale_ops, 0, 4);
     assert_true(
         ms__scale_writer_push(c->scale_writer, decided(add_object(c, "shop/api"), round, 3)));
     sw = ms__status_writer_new(c, 2, 4);
