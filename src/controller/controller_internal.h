@@ -552,47 +552,78 @@ typedef struct {
     bool started;
 } ms__worker_t;
 
-struct ms_controller {
-    ms_controller_config_t cfg; /* strings point into owned copies below */
-    char *s_kubeconfig, *s_context, *s_namespace, *s_lease_id, *s_lease_ns, *s_identity, *s_metrics,
-        *s_health, *s_workload_label, *s_rate_window;
+/* The controller is assembled from one part per tier it serves, each filled
+ * by the lifecycle (controller.c) and read by the tiers below it. */
 
+/* The clients (controller.c builds them; http.h says why one API client
+ * serves every thread). */
+typedef struct {
     char user_agent[400];
     ms_kube_config_t *kcfg;
     ms_kube_client_t *kube;       /* every request but the lease's: informers, workers, status
                                      writers, events; its bucket is --kube-api-qps/-burst */
     ms_kube_client_t *kube_lease; /* the elector's: bounded, no retries, its own bucket (lease.h) */
-    ms__worker_t *workers;        /* cfg.concurrent_syncs of them */
     ms_prom_client_t *prom;       /* the round thread's only */
-    ms_workqueue_t *queue;
+    ms_kube_recorder_t *recorder; /* NULL in dry-run */
+    /* NULL without --leader-elect, and until the caches synced (set by the
+     * main loop while other threads read it: atomic; leader.c asks it). */
+    ms_kube_elector_t *_Atomic elector;
+} ms__clients_t;
+
+/* The informers' caches and the indexes their handlers keep (targets.c). */
+typedef struct {
     ms_kube_informer_t *mas;
     ms_kube_informer_t *hpa;          /* NULL in dry-run (conflicts do not stop a dry run) */
     ms_kube_informer_t *workloads[3]; /* apps/v1 deployments, statefulsets, replicasets */
     ms_kube_informer_t *pods;
     ms__pod_index_t *pod_index;
     ms__target_index_t *target_index;
-    ms_kube_recorder_t *recorder; /* NULL in dry-run */
-    ms__event_queue_t *events;
-    ms__status_writer_t *status_writer; /* NULL in dry-run */
+} ms__informers_t;
+
+/* Where work waits for a thread: keys for the workers, decided scale
+ * writes, status patches, Events. */
+typedef struct {
+    ms_workqueue_t *work;
+    ms__worker_t *workers;              /* cfg.concurrent_syncs of them */
     ms__scale_writer_t *scale_writer;   /* NULL in dry-run */
-    /* NULL without --leader-elect, and until the caches synced (set by the
-     * main loop while other threads read it: atomic). */
-    ms_kube_elector_t *_Atomic elector;
-    ms_metrics_t *metrics;
+    ms__status_writer_t *status_writer; /* NULL in dry-run */
+    ms__event_queue_t *events;
+} ms__queues_t;
+
+/* /metrics: the registry and its families (ctl_metrics.c), what the gauges
+ * already counted (ctl_gauges.c), and the server that serves them. */
+typedef struct {
+    ms_metrics_t *registry;
     ms__families_t fam;
     ms_kube_stats_t last_stats; /* what ms__metrics_refresh() already counted */
     unsigned long long last_prom_skipped;
-    ms_server_t *server;
-    struct ms__metrics_authorizer *metrics_auth; /* --metrics-secure; NULL when off */
-    ms__objects_t objects;
+    ms_server_t *server;                 /* /metrics, /healthz, /readyz */
+    struct ms__metrics_authorizer *auth; /* --metrics-secure; NULL when off */
+} ms__ctl_metrics_t;
 
-    /* the round thread */
-    pthread_t round_thread;
-    bool round_started;
-    pthread_mutex_t round_lock; /* with round_cond: wakes the round thread */
-    pthread_cond_t round_cond;
+/* The round thread (round.c) and what wakes it. */
+typedef struct {
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock; /* with cond: wakes the round thread */
+    pthread_cond_t cond;
     bool kicked; /* objects became due now */
     bool was_leader;
+} ms__round_thread_t;
+
+struct ms_controller {
+    ms_controller_config_t cfg; /* strings point into owned copies below */
+    char *s_kubeconfig, *s_context, *s_namespace, *s_lease_id, *s_lease_ns, *s_identity, *s_metrics,
+        *s_health, *s_workload_label, *s_rate_window;
+
+    ms__clients_t clients;
+    ms__informers_t informers;
+    ms__objects_t objects; /* the per-object state (objects.c) */
+    ms__queues_t queues;
+    ms__ctl_metrics_t metrics;
+    ms__round_thread_t round;
+
+    /* liveness (/healthz) */
     atomic_uint_fast64_t progress;  /* monotonic ms of the last finished round or sync */
     atomic_uint_fast64_t due_since; /* monotonic ms since keys have been waiting; 0: none */
 
@@ -681,7 +712,7 @@ void ms__report(ms_controller_t *c, ms__item_t *it);
 /* A Warning event once per distinct problem (repeats are not re-sent). */
 void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const char *message);
 
-/* Declare every family into c->metrics and c->fam (ctl_metrics.c). */
+/* Declare every family into c->metrics (ctl_metrics.c). */
 void ms__metrics_declare(ms_controller_t *c);
 /* A decided item's shared budgets: each one's room and the item's grant. */
 void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it);
@@ -818,7 +849,7 @@ int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, 
                            int32_t ready_pods, int32_t current);
 
 /* Whether an apps/v1 kind is cached by a workload informer: its index in
- * c->workloads, or -1. */
+ * c->informers.workloads, or -1. */
 int ms__workload_kind(const char *api_version, const char *kind);
 
 #endif

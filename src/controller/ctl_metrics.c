@@ -165,8 +165,8 @@ static const family_t object_families[] = {
 static void declare(ms_controller_t *c, const family_t *t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        *(int *)((char *)&c->fam + t[i].slot) =
-            ms_metrics_family(c->metrics, t[i].kind, t[i].name, t[i].help, t[i].labels,
+        *(int *)((char *)&c->metrics.fam + t[i].slot) =
+            ms_metrics_family(c->metrics.registry, t[i].kind, t[i].name, t[i].help, t[i].labels,
                               t[i].nlabels, t[i].buckets, t[i].nbuckets);
 }
 
@@ -177,12 +177,13 @@ static void budget_families(ms_controller_t *c)
     static const char *const budget[] = {"budget"};
     static const char *const member[] = {"namespace", "name", "budget"};
 
-    c->fam.budget_room = ms_metrics_family(c->metrics, MS_METRIC_GAUGE, "meshscaler_budget_room",
-                                           "Flows a shared downstream budget had to split at its "
-                                           "last round, after every member's reservation.",
-                                           budget, 1, NULL, 0);
-    c->fam.budget_granted = ms_metrics_family(
-        c->metrics, MS_METRIC_GAUGE, "meshscaler_budget_granted_replicas",
+    c->metrics.fam.budget_room =
+        ms_metrics_family(c->metrics.registry, MS_METRIC_GAUGE, "meshscaler_budget_room",
+                          "Flows a shared downstream budget had to split at its "
+                          "last round, after every member's reservation.",
+                          budget, 1, NULL, 0);
+    c->metrics.fam.budget_granted = ms_metrics_family(
+        c->metrics.registry, MS_METRIC_GAUGE, "meshscaler_budget_granted_replicas",
         "Replicas an object was granted of a shared budget's room at its last decision "
         "(its ask when the room held every ask).",
         member, 3, NULL, 0);
@@ -207,7 +208,7 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
     for (size_t k = 0; k < it->spec->ndownstreams; k++) {
         const char *name = it->spec->downstreams[k].budget;
         if (name[0] != '\0' && !decision_shared(it->spec, d, name))
-            ms_metrics_remove(c->metrics, c->fam.budget_granted,
+            ms_metrics_remove(c->metrics.registry, c->metrics.fam.budget_granted,
                               (const char *[]){it->ns, it->name, name});
     }
     /* Under the table's lock, and only while the object still belongs to
@@ -226,9 +227,10 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
         name = it->spec->downstreams[b->downstream].budget;
         if (!ms__budgets_is_member(&c->objects.budgets, it->key, name))
             continue;
-        ms_metrics_set(c->metrics, c->fam.budget_room, (const char *[]){name}, b->room);
-        ms_metrics_set(c->metrics, c->fam.budget_granted, (const char *[]){it->ns, it->name, name},
-                       b->grant);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.budget_room, (const char *[]){name},
+                       b->room);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.budget_granted,
+                       (const char *[]){it->ns, it->name, name}, b->grant);
     }
     pthread_mutex_unlock(&c->objects.lock);
 }
@@ -236,9 +238,11 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
 void ms__metrics_budget_forget(ms_controller_t *c, const char *ns, const char *name,
                                const char *budget, bool last)
 {
-    ms_metrics_remove(c->metrics, c->fam.budget_granted, (const char *[]){ns, name, budget});
+    ms_metrics_remove(c->metrics.registry, c->metrics.fam.budget_granted,
+                      (const char *[]){ns, name, budget});
     if (last)
-        ms_metrics_remove(c->metrics, c->fam.budget_room, (const char *[]){budget});
+        ms_metrics_remove(c->metrics.registry, c->metrics.fam.budget_room,
+                          (const char *[]){budget});
 }
 
 void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick)
@@ -246,28 +250,30 @@ void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick)
     ms_prom_namespace_cost_t costs[MS__COST_NAMESPACES];
     size_t n = ms_prom_tick_costs(tick, costs, MS__COST_NAMESPACES);
 
-    ms_metrics_remove_matching(c->metrics, c->fam.ns_seconds, NULL, 0);
-    ms_metrics_remove_matching(c->metrics, c->fam.ns_bytes, NULL, 0);
-    ms_metrics_remove_matching(c->metrics, c->fam.ns_over_share, NULL, 0);
+    ms_metrics_remove_matching(c->metrics.registry, c->metrics.fam.ns_seconds, NULL, 0);
+    ms_metrics_remove_matching(c->metrics.registry, c->metrics.fam.ns_bytes, NULL, 0);
+    ms_metrics_remove_matching(c->metrics.registry, c->metrics.fam.ns_over_share, NULL, 0);
     for (size_t i = 0; i < n; i++) {
         const char *ns[1] = {costs[i].namespace_name};
-        ms_metrics_set(c->metrics, c->fam.ns_seconds, ns, costs[i].seconds);
-        ms_metrics_set(c->metrics, c->fam.ns_bytes, ns, (double)costs[i].bytes);
-        ms_metrics_set(c->metrics, c->fam.ns_over_share, ns, (double)costs[i].over_share);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.ns_seconds, ns, costs[i].seconds);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.ns_bytes, ns, (double)costs[i].bytes);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.ns_over_share, ns,
+                       (double)costs[i].over_share);
     }
 }
 
 void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name)
 {
     const char *obj[] = {ns, name};
-    const int families[] = {c->fam.desired,       c->fam.current,       c->fam.scales,
-                            c->fam.metric_value,  c->fam.metric_target, c->fam.metric_desired,
-                            c->fam.ds_headroom,   c->fam.ds_allowed,    c->fam.condition,
-                            c->fam.last_reason,   c->fam.hpa_desired,   c->fam.hpa_difference,
-                            c->fam.budget_granted};
+    const int families[] = {
+        c->metrics.fam.desired,       c->metrics.fam.current,       c->metrics.fam.scales,
+        c->metrics.fam.metric_value,  c->metrics.fam.metric_target, c->metrics.fam.metric_desired,
+        c->metrics.fam.ds_headroom,   c->metrics.fam.ds_allowed,    c->metrics.fam.condition,
+        c->metrics.fam.last_reason,   c->metrics.fam.hpa_desired,   c->metrics.fam.hpa_difference,
+        c->metrics.fam.budget_granted};
 
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-        ms_metrics_remove_matching(c->metrics, families[i], obj, 2);
+        ms_metrics_remove_matching(c->metrics.registry, families[i], obj, 2);
 }
 
 void ms__metrics_declare(ms_controller_t *c)
@@ -282,6 +288,7 @@ void ms__kube_observe(ms_controller_t *c, const char *operation, double started,
     const char *code = err == MS_OK ? "ok" : ms_err_name(err) + 7; /* drop "MS_ERR_" */
     const char *labels[] = {operation, code};
 
-    ms_metrics_observe(c->metrics, c->fam.kube_seconds, labels, ms_clock_monotonic() - started);
-    ms_metrics_add(c->metrics, c->fam.kube_requests, labels, 1);
+    ms_metrics_observe(c->metrics.registry, c->metrics.fam.kube_seconds, labels,
+                       ms_clock_monotonic() - started);
+    ms_metrics_add(c->metrics.registry, c->metrics.fam.kube_requests, labels, 1);
 }

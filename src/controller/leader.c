@@ -22,7 +22,7 @@ static bool elects(const ms_controller_t *c)
 
 bool ms__controller_may_act(ms_controller_t *c)
 {
-    ms_kube_elector_t *elector = c->elector;
+    ms_kube_elector_t *elector = c->clients.elector;
 
     if (elector == NULL)
         return !elects(c);
@@ -31,7 +31,7 @@ bool ms__controller_may_act(ms_controller_t *c)
 
 bool ms__may_write(ms_controller_t *c, const char *kind)
 {
-    ms_kube_elector_t *elector = c->elector;
+    ms_kube_elector_t *elector = c->clients.elector;
     double until, now;
 
     if (c->cfg.dry_run)
@@ -39,13 +39,13 @@ bool ms__may_write(ms_controller_t *c, const char *kind)
     if (elector == NULL) {
         if (!elects(c))
             return true;
-        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.writes_dropped, &kind, 1);
         return false;
     }
     until = ms_kube_elector_valid_until(elector);
     now = ms_clock_monotonic();
     if (until - now < WRITE_MIN_VALIDITY) {
-        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.writes_dropped, &kind, 1);
         MS_LOG_DEBUG("write dropped: the lease is not valid long enough", MS_S("kind", kind),
                      MS_D("valid_for", until - now));
         return false;
