@@ -96,7 +96,7 @@ build() { # build DIR TYPE [cmake args...]
 }
 
 # The fewest tests each label of the unit+scenarios suite may run, set just
-# under the counts of December 2026 (unit 50 with the lint.* and shell.* checks,
+# under the counts of December 2026 (unit 52 with the lint.* and shell.* checks,
 # test_scrape and test_scrape_fetch,
 # scenario 83 with the round scenarios of tests/scenarios/rounds and their
 # refusals, shared-scenario 16: the scenarios of ../shared/scenarios). A label

@@ -44,52 +44,6 @@
  * the worker itself, as before the writers. */
 #define SCALE_QUEUE 16384
 #define SCALE_WRITERS 32
-/* The lease's validity must reach past the moment a write is sent by this
- * much, or the write waits for the next renewal. */
-#define WRITE_MIN_VALIDITY 0.5
-
-/* With --leader-elect the elector starts once the caches synced; until then
- * this replica is no leader. */
-static bool elects(const ms_controller_t *c)
-{
-    return c->cfg.leader_elect && !c->cfg.dry_run;
-}
-
-bool ms__controller_may_act(ms_controller_t *c)
-{
-    ms_kube_elector_t *elector = c->elector;
-
-    if (elector == NULL)
-        return !elects(c);
-    return ms_kube_elector_is_leader(elector);
-}
-
-bool ms__may_write(ms_controller_t *c, const char *kind)
-{
-    ms_kube_elector_t *elector = c->elector;
-    double until, now;
-
-    if (c->cfg.dry_run)
-        return false;
-    if (elector == NULL) {
-        if (!elects(c))
-            return true;
-        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
-        return false;
-    }
-    until = ms_kube_elector_valid_until(elector);
-    now = ms_clock_monotonic();
-    if (until - now < WRITE_MIN_VALIDITY) {
-        ms_metrics_add(c->metrics, c->fam.writes_dropped, &kind, 1);
-        MS_LOG_DEBUG("write dropped: the lease is not valid long enough", MS_S("kind", kind),
-                     MS_D("valid_for", until - now));
-        return false;
-    }
-    /* The request itself ends by the lease's end: it cannot land in a
-     * successor's term from this side (lease.h). */
-    ms_kube_deadline_set(until);
-    return true;
-}
 
 static bool may_send_event(void *ctx)
 {
@@ -194,12 +148,12 @@ static void on_mas(void *ctx, ms_kube_change_t change, const cJSON *obj, const c
         return;
     /* A new, changed or deleted spec: the autoscalers on its old and new
      * target may (no longer) conflict with it. */
-    if (c->target_index != NULL &&
+    if (c->informers.target_index != NULL &&
         (change != MS_KUBE_UPDATED || generation(obj) != generation(old))) {
         if (old != NULL)
-            ms__target_index_each_mas(c->target_index, old, kick_key, c);
-        ms__target_index_update(c->target_index, obj, false, change == MS_KUBE_DELETED);
-        ms__target_index_each_mas(c->target_index, obj, kick_key, c);
+            ms__target_index_each_mas(c->informers.target_index, old, kick_key, c);
+        ms__target_index_update(c->informers.target_index, obj, false, change == MS_KUBE_DELETED);
+        ms__target_index_each_mas(c->informers.target_index, obj, kick_key, c);
     }
     if (change == MS_KUBE_DELETED) {
         pthread_mutex_lock(&c->objects.lock);
@@ -217,9 +171,9 @@ static void on_hpa(void *ctx, ms_kube_change_t change, const cJSON *obj, const c
     ms_controller_t *c = ctx;
 
     if (old != NULL)
-        ms__target_index_each_mas(c->target_index, old, kick_key, c);
-    ms__target_index_update(c->target_index, obj, true, change == MS_KUBE_DELETED);
-    ms__target_index_each_mas(c->target_index, obj, kick_key, c);
+        ms__target_index_each_mas(c->informers.target_index, old, kick_key, c);
+    ms__target_index_update(c->informers.target_index, obj, true, change == MS_KUBE_DELETED);
+    ms__target_index_each_mas(c->informers.target_index, obj, kick_key, c);
 }
 
 static void on_started_leading(void *ctx)
@@ -227,10 +181,10 @@ static void on_started_leading(void *ctx)
     ms_controller_t *c = ctx;
 
     /* Wake the round thread: it makes everything due for a new leader. */
-    pthread_mutex_lock(&c->round_lock);
-    c->kicked = true;
-    pthread_cond_signal(&c->round_cond);
-    pthread_mutex_unlock(&c->round_lock);
+    pthread_mutex_lock(&c->round.lock);
+    c->round.kicked = true;
+    pthread_cond_signal(&c->round.cond);
+    pthread_mutex_unlock(&c->round.lock);
 }
 
 static void on_stopped_leading(void *ctx)
@@ -247,11 +201,11 @@ static void *worker(void *arg)
     ms_controller_t *c = w->c;
     char *key;
 
-    while (ms_workqueue_get(c->queue, &key)) {
+    while (ms_workqueue_get(c->queues.work, &key)) {
         ms_kube_deadline_set(0);
         ms__sync_key(c, key);
         ms_kube_deadline_set(0);
-        ms_workqueue_done(c->queue, key);
+        ms_workqueue_done(c->queues.work, key);
         free(key);
     }
     return NULL;
@@ -314,8 +268,8 @@ static void init_shared_state(ms_controller_t *c)
     atomic_init(&c->progress, 0);
     atomic_init(&c->due_since, 0);
     pthread_mutex_init(&c->out_lock, NULL);
-    pthread_mutex_init(&c->round_lock, NULL);
-    ms_clock_cond_init(&c->round_cond);
+    pthread_mutex_init(&c->round.lock, NULL);
+    ms_clock_cond_init(&c->round.cond);
     ms__objects_init(&c->objects);
 }
 
@@ -332,17 +286,17 @@ static ms_err_t new_kube_clients(ms_controller_t *c, char *errbuf, size_t errlen
 
     ko.kubeconfig = c->s_kubeconfig;
     ko.context = c->s_context;
-    if (ms_kube_config_load(&ko, &c->kcfg, errbuf, errlen) != MS_OK)
+    if (ms_kube_config_load(&ko, &c->clients.kcfg, errbuf, errlen) != MS_OK)
         return MS_ERR_INVALID;
     /* The identity in the user agent tells replicas apart in the API
      * server's audit log even when they share a ServiceAccount. */
-    snprintf(c->user_agent, sizeof c->user_agent, "meshscaler/%s (%s)", ms_version(),
-             c->s_identity);
-    co.user_agent = c->user_agent;
+    snprintf(c->clients.user_agent, sizeof c->clients.user_agent, "meshscaler/%s (%s)",
+             ms_version(), c->s_identity);
+    co.user_agent = c->clients.user_agent;
     co.qps = c->cfg.kube_qps != 0 ? c->cfg.kube_qps : 300;
     co.burst = c->cfg.kube_burst > 0 ? c->cfg.kube_burst : 600;
     co.cancel = &c->cancel;
-    if ((c->kube = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
+    if ((c->clients.kube = ms_kube_client_new(c->clients.kcfg, &co, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
     if (!c->cfg.leader_elect || c->cfg.dry_run)
         return MS_OK;
@@ -352,7 +306,7 @@ static ms_err_t new_kube_clients(ms_controller_t *c, char *errbuf, size_t errlen
      * same size and is never near empty: one renewal every 2 s. */
     co.max_retries = -1;
     co.cancel = NULL;
-    if ((c->kube_lease = ms_kube_client_new(c->kcfg, &co, errbuf, errlen)) == NULL)
+    if ((c->clients.kube_lease = ms_kube_client_new(c->clients.kcfg, &co, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
     return MS_OK;
 }
@@ -364,7 +318,7 @@ static ms_err_t new_prom(ms_controller_t *c, const ms_prom_options_t *prom, char
 {
     ms_prom_tick_t *probe;
 
-    if ((c->prom = ms_prom_client_new(prom, errbuf, errlen)) == NULL)
+    if ((c->clients.prom = ms_prom_client_new(prom, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
     if ((probe = ms_prom_tick_new(&c->cfg.presets, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
@@ -384,26 +338,27 @@ ms_controller_t *ms_controller_new(const ms_controller_config_t *cfg, char *errb
     init_shared_state(c);
     if (new_kube_clients(c, errbuf, errlen) != MS_OK)
         goto fail;
-    if (cfg->metrics_secure && (c->metrics_auth = ms__metrics_authorizer_new(
-                                    c->kcfg, cfg->metrics_cert_dir, errbuf, errlen)) == NULL)
+    if (cfg->metrics_secure &&
+        (c->metrics.auth = ms__metrics_authorizer_new(c->clients.kcfg, cfg->metrics_cert_dir,
+                                                      errbuf, errlen)) == NULL)
         goto fail;
-    c->workers = calloc((size_t)c->cfg.concurrent_syncs, sizeof *c->workers);
-    if (c->workers == NULL) {
+    c->queues.workers = calloc((size_t)c->cfg.concurrent_syncs, sizeof *c->queues.workers);
+    if (c->queues.workers == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
         goto fail;
     }
     for (int i = 0; i < c->cfg.concurrent_syncs; i++)
-        c->workers[i].c = c;
+        c->queues.workers[i].c = c;
     c->s_lease_ns =
         ms_xstrdup_opt(cfg->leader_election_namespace ? cfg->leader_election_namespace
-                                                      : ms_kube_client_namespace(c->kube));
+                                                      : ms_kube_client_namespace(c->clients.kube));
     c->cfg.leader_election_namespace = c->s_lease_ns;
     if (new_prom(c, &cfg->prom, errbuf, errlen) != MS_OK)
         goto fail;
-    c->queue = ms_workqueue_new(NULL);
-    c->pod_index = ms__pod_index_new();
-    c->target_index = ms__target_index_new();
-    if ((c->metrics = ms_metrics_new()) == NULL) {
+    c->queues.work = ms_workqueue_new(NULL);
+    c->informers.pod_index = ms__pod_index_new();
+    c->informers.target_index = ms__target_index_new();
+    if ((c->metrics.registry = ms_metrics_new()) == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -430,7 +385,7 @@ static ms_kube_informer_t *start_informer(ms_controller_t *c, const char *api_ve
         return NULL;
     }
     io.path = path;
-    if ((inf = ms_kube_informer_new(c->kube, &io)) == NULL) {
+    if ((inf = ms_kube_informer_new(c->clients.kube, &io)) == NULL) {
         ms_errf(errbuf, errlen, MS_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -465,14 +420,14 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     o.notify = on_hpa;
     o.ctx = c;
     o.keep = hpa_keep;
-    if ((c->hpa = start_informer(c, "autoscaling/v2", "horizontalpodautoscalers", &o, errbuf,
-                                 errlen)) == NULL)
+    if ((c->informers.hpa = start_informer(c, "autoscaling/v2", "horizontalpodautoscalers", &o,
+                                           errbuf, errlen)) == NULL)
         return MS_ERR_IO;
     memset(&o, 0, sizeof o);
     o.compact = true;
     o.keep = workload_keep;
     for (int i = 0; i < 3; i++)
-        if ((c->workloads[i] =
+        if ((c->informers.workloads[i] =
                  start_informer(c, "apps/v1", workload_plurals[i], &o, errbuf, errlen)) == NULL)
             return MS_ERR_IO;
     memset(&o, 0, sizeof o);
@@ -480,23 +435,24 @@ static ms_err_t start_informers(ms_controller_t *c, char *errbuf, size_t errlen)
     o.keep = pod_keep;
     o.transform = ms__pod_transform;
     o.notify = ms__pod_index_notify;
-    o.ctx = c->pod_index;
-    if ((c->pods = start_informer(c, "v1", "pods", &o, errbuf, errlen)) == NULL)
+    o.ctx = c->informers.pod_index;
+    if ((c->informers.pods = start_informer(c, "v1", "pods", &o, errbuf, errlen)) == NULL)
         return MS_ERR_IO;
     memset(&o, 0, sizeof o);
     o.compact = true;
     o.notify = on_mas;
     o.ctx = c;
-    if ((c->mas = start_informer(c, MS__MAS_API_VERSION, MS__MAS_PLURAL, &o, errbuf, errlen)) ==
-        NULL)
+    if ((c->informers.mas =
+             start_informer(c, MS__MAS_API_VERSION, MS__MAS_PLURAL, &o, errbuf, errlen)) == NULL)
         return MS_ERR_IO;
     return MS_OK;
 }
 
 static bool caches_synced(ms_controller_t *c)
 {
-    ms_kube_informer_t *all[] = {c->mas,          c->hpa,          c->workloads[0],
-                                 c->workloads[1], c->workloads[2], c->pods};
+    ms_kube_informer_t *all[] = {c->informers.mas,          c->informers.hpa,
+                                 c->informers.workloads[0], c->informers.workloads[1],
+                                 c->informers.workloads[2], c->informers.pods};
 
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] != NULL && !ms_kube_informer_wait_synced(all[i], 0.05))
@@ -515,9 +471,9 @@ static ms_err_t start_elector(ms_controller_t *c, char *errbuf, size_t errlen)
     lo.on_started_leading = on_started_leading;
     lo.on_stopped_leading = on_stopped_leading;
     lo.ctx = c;
-    if ((elector = ms_kube_elector_new(c->kube_lease, &lo, errbuf, errlen)) == NULL)
+    if ((elector = ms_kube_elector_new(c->clients.kube_lease, &lo, errbuf, errlen)) == NULL)
         return MS_ERR_INVALID;
-    c->elector = elector; /* published before it runs: its callbacks read it */
+    c->clients.elector = elector; /* published before it runs: its callbacks read it */
     if (ms_kube_elector_start(elector) != MS_OK)
         return ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start leader election");
     MS_LOG_INFO("leader election started", MS_S("lease", c->cfg.leader_election_id),
@@ -563,48 +519,50 @@ static ms_err_t start_workers(ms_controller_t *c, char *errbuf, size_t errlen)
     int started = 0;
 
     for (int i = 0; i < c->cfg.concurrent_syncs; i++) {
-        if (pthread_create(&c->workers[i].thread, NULL, worker, &c->workers[i]) != 0)
+        if (pthread_create(&c->queues.workers[i].thread, NULL, worker, &c->queues.workers[i]) != 0)
             break;
-        c->workers[i].started = true;
+        c->queues.workers[i].started = true;
         started++;
     }
-    if (started == 0 || pthread_create(&c->round_thread, NULL, ms__round_main, c) != 0)
+    if (started == 0 || pthread_create(&c->round.thread, NULL, ms__round_main, c) != 0)
         return ms_errf(errbuf, errlen, MS_ERR_IO, "cannot start workers");
-    c->round_started = true;
+    c->round.started = true;
     return MS_OK;
 }
 
 static void stop_round_thread(ms_controller_t *c)
 {
-    pthread_mutex_lock(&c->round_lock);
-    pthread_cond_broadcast(&c->round_cond);
-    pthread_mutex_unlock(&c->round_lock);
-    if (c->round_started)
-        pthread_join(c->round_thread, NULL);
-    c->round_started = false;
+    pthread_mutex_lock(&c->round.lock);
+    pthread_cond_broadcast(&c->round.cond);
+    pthread_mutex_unlock(&c->round.lock);
+    if (c->round.started)
+        pthread_join(c->round.thread, NULL);
+    c->round.started = false;
 }
 
 /* The HTTP server (/metrics, /healthz, /readyz) and, live, the writers the
  * syncs hand their events and status patches to. */
 static ms_err_t start_server_and_writers(ms_controller_t *c, char *errbuf, size_t errlen)
 {
+    static const ms__scale_writer_ops_t scale_ops = {
+        .write = ms__sync_write, .abandon = ms__sync_abandon, .free = ms__sync_free};
     ms_server_options_t so = {0};
 
     so.metrics_addr = c->cfg.metrics_addr;
     so.health_addr = c->cfg.health_addr;
-    so.metrics = c->metrics;
+    so.metrics = c->metrics.registry;
     so.ready = &c->ready;
     so.alive = &c->alive;
-    ms__metrics_authorizer_apply(c->metrics_auth, &so); /* NULL: plain /metrics */
-    if ((c->server = ms_server_start(&so, errbuf, errlen)) == NULL)
+    ms__metrics_authorizer_apply(c->metrics.auth, &so); /* NULL: plain /metrics */
+    if ((c->metrics.server = ms_server_start(&so, errbuf, errlen)) == NULL)
         return MS_ERR_IO;
     if (!c->cfg.dry_run)
-        c->recorder = ms_kube_recorder_new(c->kube, "meshscaler", c->cfg.identity);
-    c->events = ms__event_queue_new(c->recorder != NULL ? send_event : NULL, c->recorder,
-                                    EVENT_QUEUE, may_send_event, c);
+        c->clients.recorder = ms_kube_recorder_new(c->clients.kube, "meshscaler", c->cfg.identity);
+    c->queues.events = ms__event_queue_new(c->clients.recorder != NULL ? send_event : NULL,
+                                           c->clients.recorder, EVENT_QUEUE, may_send_event, c);
     if (!c->cfg.dry_run) {
-        c->status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
-        c->scale_writer = ms__scale_writer_new(c, SCALE_WRITERS, SCALE_QUEUE);
+        c->queues.status_writer = ms__status_writer_new(c, STATUS_WRITERS, STATUS_QUEUE);
+        c->queues.scale_writer = ms__scale_writer_new(c, &scale_ops, SCALE_WRITERS, SCALE_QUEUE);
     }
     return MS_OK;
 }
@@ -626,8 +584,9 @@ static ms_err_t main_loop(ms_controller_t *c, const atomic_bool *stop, char *err
              * object sees every HPA, workload and pod; the informers' ADDED
              * notifications made every object due. */
             synced = true;
-            MS_LOG_INFO("caches synced", MS_I("objects", (long long)ms_kube_informer_size(c->mas)),
-                        MS_I("pods", (long long)ms_kube_informer_size(c->pods)),
+            MS_LOG_INFO("caches synced",
+                        MS_I("objects", (long long)ms_kube_informer_size(c->informers.mas)),
+                        MS_I("pods", (long long)ms_kube_informer_size(c->informers.pods)),
                         MS_D("seconds", now - started));
             /* Only now: a replica whose caches never sync (a list that
              * fails on every try) must not hold the Lease and keep a
@@ -657,8 +616,9 @@ static ms_err_t main_loop(ms_controller_t *c, const atomic_bool *stop, char *err
  * then free them. */
 static void stop_informers(ms_controller_t *c)
 {
-    ms_kube_informer_t **all[] = {&c->mas,          &c->hpa,          &c->workloads[0],
-                                  &c->workloads[1], &c->workloads[2], &c->pods};
+    ms_kube_informer_t **all[] = {&c->informers.mas,          &c->informers.hpa,
+                                  &c->informers.workloads[0], &c->informers.workloads[1],
+                                  &c->informers.workloads[2], &c->informers.pods};
 
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         ms_kube_informer_stop(*all[i]);
@@ -680,54 +640,54 @@ static void shut_down(ms_controller_t *c)
     /* No new round; a round in flight ends its queries now (prom_cancel). */
     atomic_store(&c->prom_cancel, true);
     stop_round_thread(c);
-    if (!ms_workqueue_shutdown_with_drain(c->queue, c->cfg.shutdown_timeout)) {
+    if (!ms_workqueue_shutdown_with_drain(c->queues.work, c->cfg.shutdown_timeout)) {
         MS_LOG_WARN("in-flight syncs did not finish in time: cancelling their requests");
         atomic_store(&c->cancel, true);
     }
     for (int i = 0; i < c->cfg.concurrent_syncs; i++) {
-        if (c->workers[i].started)
-            pthread_join(c->workers[i].thread, NULL);
-        c->workers[i].started = false;
+        if (c->queues.workers[i].started)
+            pthread_join(c->queues.workers[i].thread, NULL);
+        c->queues.workers[i].started = false;
     }
     /* Workers are done; the scale writes they handed over are in-flight
      * syncs too, drained by the same deadline (their reports queue status
      * and events); statuses and events still queued get a moment, then the
      * lease goes. */
-    if (!ms__scale_writer_drain(c->scale_writer, drain_until)) {
+    if (!ms__scale_writer_drain(c->queues.scale_writer, drain_until)) {
         MS_LOG_WARN("scale writes did not finish in time: cancelling their requests");
         atomic_store(&c->cancel, true);
     }
     /* No scale writer thread is left to queue a status or an Event. */
-    ms__scale_writer_stop(c->scale_writer);
+    ms__scale_writer_stop(c->queues.scale_writer);
     /* A patch or Event taken before the drain began waits for a background
      * token with no deadline: 32 such patches at --kube-api-qps 2 held the
      * exit past 12 s. What is still in flight at the end is cancelled. */
     {
         double until = ms_clock_monotonic() + 2;
-        bool quiet = ms__status_writer_drain(c->status_writer, until);
+        bool quiet = ms__status_writer_drain(c->queues.status_writer, until);
 
-        quiet = ms__event_queue_drain(c->events, until + 2) && quiet;
+        quiet = ms__event_queue_drain(c->queues.events, until + 2) && quiet;
         if (!quiet) {
             MS_LOG_WARN(
                 "status writes and Events did not finish in time: cancelling their requests");
             atomic_store(&c->cancel, true);
         }
     }
-    ms__status_writer_free(c->status_writer, 0);
-    c->status_writer = NULL;
+    ms__status_writer_free(c->queues.status_writer, 0);
+    c->queues.status_writer = NULL;
     /* Freed only now: a status writer waiting behind scale writes asks the
      * (stopped) scale writer for its pending count until its own threads
      * are gone. */
-    ms__scale_writer_free(c->scale_writer);
-    c->scale_writer = NULL;
-    ms__event_queue_free(c->events, 0);
-    c->events = NULL;
-    ms_kube_elector_free(c->elector);
-    c->elector = NULL;
+    ms__scale_writer_free(c->queues.scale_writer);
+    c->queues.scale_writer = NULL;
+    ms__event_queue_free(c->queues.events, 0);
+    c->queues.events = NULL;
+    ms_kube_elector_free(c->clients.elector);
+    c->clients.elector = NULL;
     atomic_store(&c->cancel, true); /* the informers' watches end now */
     stop_informers(c);
-    ms_server_stop(c->server);
-    c->server = NULL;
+    ms_server_stop(c->metrics.server);
+    c->metrics.server = NULL;
 }
 
 ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *errbuf, size_t errlen)
@@ -744,8 +704,8 @@ ms_err_t ms_controller_run(ms_controller_t *c, const atomic_bool *stop, char *er
                 MS_S("namespace", c->cfg.namespace_ ? c->cfg.namespace_ : "*"),
                 MS_D("sync_period", c->cfg.sync_period), MS_I("workers", c->cfg.concurrent_syncs),
                 MS_S("dry_run", c->cfg.dry_run ? "true" : "false"),
-                MS_I("metrics_port", ms_server_metrics_port(c->server)),
-                MS_I("health_port", ms_server_health_port(c->server)));
+                MS_I("metrics_port", ms_server_metrics_port(c->metrics.server)),
+                MS_I("health_port", ms_server_health_port(c->metrics.server)));
     err = main_loop(c, stop, errbuf, errlen);
 out:
     shut_down(c);
@@ -761,33 +721,33 @@ void ms_controller_stop(ms_controller_t *c)
 
 int ms_controller_metrics_port(const ms_controller_t *c)
 {
-    return c->server ? ms_server_metrics_port(c->server) : -1;
+    return c->metrics.server ? ms_server_metrics_port(c->metrics.server) : -1;
 }
 
 int ms_controller_health_port(const ms_controller_t *c)
 {
-    return c->server ? ms_server_health_port(c->server) : -1;
+    return c->metrics.server ? ms_server_health_port(c->metrics.server) : -1;
 }
 
 void ms_controller_free(ms_controller_t *c)
 {
     if (c == NULL)
         return;
-    ms_kube_recorder_free(c->recorder);
-    ms__metrics_authorizer_free(c->metrics_auth);
-    ms_workqueue_free(c->queue);
-    ms_metrics_free(c->metrics);
-    ms_prom_client_free(c->prom);
-    free(c->workers);
-    ms_kube_client_free(c->kube_lease);
-    ms_kube_client_free(c->kube);
-    ms_kube_config_free(c->kcfg);
+    ms_kube_recorder_free(c->clients.recorder);
+    ms__metrics_authorizer_free(c->metrics.auth);
+    ms_workqueue_free(c->queues.work);
+    ms_metrics_free(c->metrics.registry);
+    ms_prom_client_free(c->clients.prom);
+    free(c->queues.workers);
+    ms_kube_client_free(c->clients.kube_lease);
+    ms_kube_client_free(c->clients.kube);
+    ms_kube_config_free(c->clients.kcfg);
     ms__objects_cleanup(&c->objects);
-    ms__pod_index_free(c->pod_index);
-    ms__target_index_free(c->target_index);
+    ms__pod_index_free(c->informers.pod_index);
+    ms__target_index_free(c->informers.target_index);
     pthread_mutex_destroy(&c->out_lock);
-    pthread_mutex_destroy(&c->round_lock);
-    pthread_cond_destroy(&c->round_cond);
+    pthread_mutex_destroy(&c->round.lock);
+    pthread_cond_destroy(&c->round.cond);
     free(c->s_kubeconfig);
     free(c->s_context);
     free(c->s_namespace);

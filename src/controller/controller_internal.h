@@ -46,7 +46,7 @@
 #define MS__MAS_PLURAL "meshautoscalers"
 #define MS__KEY_MAX 320 /* namespace (63) + "/" + name (253) */
 
-/* ---- parsed specs ---- */
+/* ---- parsed specs (objects.c) ---- */
 
 /* A MeshAutoscaler's spec parsed once per generation and shared, read-only,
  * by the round that observes with it and the worker that decides with it.
@@ -90,7 +90,17 @@ ms__spec_ref_t *ms__spec_ref_retain(ms__spec_ref_t *r);
 /* NULL does nothing. */
 void ms__spec_ref_release(ms__spec_ref_t *r);
 
-/* ---- rounds ---- */
+/* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
+ * metric target counts ready replicas (Utilization, Value), a metric is a
+ * sidecar preset or has a saturation correction (pods that just turned
+ * Ready), or a downstream entry reserves room for pods not running yet (step 7). */
+bool ms__spec_needs_pods(const ms_spec_t *s);
+/* Whether a query of the spec uses {{podRegex}}. When the round could not
+ * count the pods it passes no regex, and the tick reports those queries
+ * missing (prom_sources.h), never zero. */
+bool ms__spec_uses_pod_regex(const ms_spec_t *s);
+
+/* ---- rounds (made by round.c; referenced, released and read in objects.c) ---- */
 
 typedef enum {
     MS__ENTRY_GONE = 0, /* deleted: the worker frees nothing, the round thread did */
@@ -157,7 +167,7 @@ void ms__round_release(ms__round_t *r);
 void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
                            ms_prom_object_obs_t *out);
 
-/* ---- per-object state ---- */
+/* ---- per-object state (objects.c) ---- */
 
 /* What the controller remembers about one MeshAutoscaler, keyed by
  * "namespace/name". Four owners, by field group:
@@ -542,47 +552,78 @@ typedef struct {
     bool started;
 } ms__worker_t;
 
-struct ms_controller {
-    ms_controller_config_t cfg; /* strings point into owned copies below */
-    char *s_kubeconfig, *s_context, *s_namespace, *s_lease_id, *s_lease_ns, *s_identity, *s_metrics,
-        *s_health, *s_workload_label, *s_rate_window;
+/* The controller is assembled from one part per tier it serves, each filled
+ * by the lifecycle (controller.c) and read by the tiers below it. */
 
+/* The clients (controller.c builds them; http.h says why one API client
+ * serves every thread). */
+typedef struct {
     char user_agent[400];
     ms_kube_config_t *kcfg;
     ms_kube_client_t *kube;       /* every request but the lease's: informers, workers, status
                                      writers, events; its bucket is --kube-api-qps/-burst */
     ms_kube_client_t *kube_lease; /* the elector's: bounded, no retries, its own bucket (lease.h) */
-    ms__worker_t *workers;        /* cfg.concurrent_syncs of them */
     ms_prom_client_t *prom;       /* the round thread's only */
-    ms_workqueue_t *queue;
+    ms_kube_recorder_t *recorder; /* NULL in dry-run */
+    /* NULL without --leader-elect, and until the caches synced (set by the
+     * main loop while other threads read it: atomic; leader.c asks it). */
+    ms_kube_elector_t *_Atomic elector;
+} ms__clients_t;
+
+/* The informers' caches and the indexes their handlers keep (targets.c). */
+typedef struct {
     ms_kube_informer_t *mas;
     ms_kube_informer_t *hpa;          /* NULL in dry-run (conflicts do not stop a dry run) */
     ms_kube_informer_t *workloads[3]; /* apps/v1 deployments, statefulsets, replicasets */
     ms_kube_informer_t *pods;
     ms__pod_index_t *pod_index;
     ms__target_index_t *target_index;
-    ms_kube_recorder_t *recorder; /* NULL in dry-run */
-    ms__event_queue_t *events;
-    ms__status_writer_t *status_writer; /* NULL in dry-run */
+} ms__informers_t;
+
+/* Where work waits for a thread: keys for the workers, decided scale
+ * writes, status patches, Events. */
+typedef struct {
+    ms_workqueue_t *work;
+    ms__worker_t *workers;              /* cfg.concurrent_syncs of them */
     ms__scale_writer_t *scale_writer;   /* NULL in dry-run */
-    /* NULL without --leader-elect, and until the caches synced (set by the
-     * main loop while other threads read it: atomic). */
-    ms_kube_elector_t *_Atomic elector;
-    ms_metrics_t *metrics;
+    ms__status_writer_t *status_writer; /* NULL in dry-run */
+    ms__event_queue_t *events;
+} ms__queues_t;
+
+/* /metrics: the registry and its families (ctl_metrics.c), what the gauges
+ * already counted (ctl_gauges.c), and the server that serves them. */
+typedef struct {
+    ms_metrics_t *registry;
     ms__families_t fam;
     ms_kube_stats_t last_stats; /* what ms__metrics_refresh() already counted */
     unsigned long long last_prom_skipped;
-    ms_server_t *server;
-    struct ms__metrics_authorizer *metrics_auth; /* --metrics-secure; NULL when off */
-    ms__objects_t objects;
+    ms_server_t *server;                 /* /metrics, /healthz, /readyz */
+    struct ms__metrics_authorizer *auth; /* --metrics-secure; NULL when off */
+} ms__ctl_metrics_t;
 
-    /* the round thread */
-    pthread_t round_thread;
-    bool round_started;
-    pthread_mutex_t round_lock; /* with round_cond: wakes the round thread */
-    pthread_cond_t round_cond;
+/* The round thread (round.c) and what wakes it. */
+typedef struct {
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock; /* with cond: wakes the round thread */
+    pthread_cond_t cond;
     bool kicked; /* objects became due now */
     bool was_leader;
+} ms__round_thread_t;
+
+struct ms_controller {
+    ms_controller_config_t cfg; /* strings point into owned copies below */
+    char *s_kubeconfig, *s_context, *s_namespace, *s_lease_id, *s_lease_ns, *s_identity, *s_metrics,
+        *s_health, *s_workload_label, *s_rate_window;
+
+    ms__clients_t clients;
+    ms__informers_t informers;
+    ms__objects_t objects; /* the per-object state (objects.c) */
+    ms__queues_t queues;
+    ms__ctl_metrics_t metrics;
+    ms__round_thread_t round;
+
+    /* liveness (/healthz) */
     atomic_uint_fast64_t progress;  /* monotonic ms of the last finished round or sync */
     atomic_uint_fast64_t due_since; /* monotonic ms since keys have been waiting; 0: none */
 
@@ -596,14 +637,14 @@ struct ms_controller {
     bool header_done;
 };
 
+/* ---- the lease (leader.c) ---- */
+
 /* Whether this process may act now (no election, or the leader). */
 bool ms__controller_may_act(ms_controller_t *c);
 /* Whether a write may go out now: no election, or a lease held and valid
  * (on the monotonic clock) for the write's time. Counts a dropped write by
  * kind ("scale", "status", "event") when not. */
 bool ms__may_write(ms_controller_t *c, const char *kind);
-/* Mark an object due now and wake the round thread. */
-void ms__kick(ms_controller_t *c, const char *key);
 
 /* ---- one object's sync (reconcile.c, report.c) ---- */
 
@@ -613,7 +654,7 @@ typedef struct {
     const ms__round_t *round;
     double started;              /* monotonic */
     cJSON *obj;                  /* owned: a deep copy from the cache, made only when the
-                                    sync needs the previous status (ms__item_object) */
+                                    sync needs the previous status (report.c) */
     const char *ns, *name, *uid; /* point into the buffers below */
     char ns_buf[64], name_buf[256], uid_buf[64];
     char rv[64]; /* the object's resourceVersion the sync saw */
@@ -661,10 +702,6 @@ typedef struct {
     char pods_settling[256];      /* which per-pod metrics left settling pods out; "": none */
 } ms__item_t;
 
-/* The object as the cache holds it now (a deep copy, kept in it->obj);
- * NULL when it was deleted meanwhile. */
-const cJSON *ms__item_object(ms_controller_t *c, ms__item_t *it);
-
 /* Restore it->state's memory from the object's status the first time this
  * process syncs the object (report.c). */
 void ms__memory_restore(ms_controller_t *c, ms__item_t *it);
@@ -675,7 +712,7 @@ void ms__report(ms_controller_t *c, ms__item_t *it);
 /* A Warning event once per distinct problem (repeats are not re-sent). */
 void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const char *message);
 
-/* Declare every family into c->metrics and c->fam (ctl_metrics.c). */
+/* Declare every family into c->metrics (ctl_metrics.c). */
 void ms__metrics_declare(ms_controller_t *c);
 /* A decided item's shared budgets: each one's room and the item's grant. */
 void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it);
@@ -689,7 +726,7 @@ void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *n
  * costliest namespaces replace the last round's series. */
 #define MS__COST_NAMESPACES 10
 void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick);
-/* Leader, queue, cache gauges and the clients' request counters. */
+/* Leader, queue, cache gauges and the clients' request counters (ctl_gauges.c). */
 void ms__metrics_refresh(ms_controller_t *c);
 /* Observe (time it, count it) one API call of a sync or the status writer:
  * operation ("get_scale", "update_scale", "patch_status"), started on the
@@ -698,6 +735,8 @@ void ms__kube_observe(ms_controller_t *c, const char *operation, double started,
 
 /* The round thread (round.c). */
 void *ms__round_main(void *arg);
+/* Mark an object due now and wake the round thread. */
+void ms__kick(ms_controller_t *c, const char *key);
 
 /* Sync the key the queue handed this worker (reconcile.c). A sync that
  * decided a scale write hands itself to the scale writer and returns; the
@@ -720,16 +759,26 @@ void ms__sync_free(ms__item_t *it);
 /* A worker that decided a scale change hands its sync here and takes the
  * next key: a few threads write the queued scales, several requests in
  * flight, in the foreground of the client's token bucket (before status and
- * Events), one pending write per object. */
+ * Events), one pending write per object.
+ *
+ * What the writer does with a sync handed to it is the loop's (reconcile.c:
+ * ms__sync_write, ms__sync_abandon, ms__sync_free, given by controller.c),
+ * so the writer, a tier below the loop, never calls up into it. */
+typedef struct {
+    void (*write)(ms_controller_t *c, ms__item_t *it);   /* the write and the rest of the sync */
+    void (*abandon)(ms_controller_t *c, ms__item_t *it); /* never written (shutdown) */
+    void (*free)(ms__item_t *it);                        /* a newer sync replaced it */
+} ms__scale_writer_ops_t;
 /* `threads` writers of a queue of at most `capacity` objects (0 threads:
- * nobody writes, what is queued waits for the free; tests). */
-ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t capacity);
+ * nobody writes, what is queued waits for the free; tests). ops is copied. */
+ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, const ms__scale_writer_ops_t *ops,
+                                         int threads, size_t capacity);
 /* Stop taking syncs; write what is queued until `deadline` (monotonic).
  * True when every write was done by then; false when some still wait for
  * their answer or a token: cancel the client's requests, then free. NULL: true. */
 bool ms__scale_writer_drain(ms__scale_writer_t *w, double deadline);
 /* Join the writers (a write in flight ends first: drained or cancelled) and
- * abandon what still waits (ms__sync_abandon); ms__scale_writer_pending
+ * abandon what still waits (ops->abandon); ms__scale_writer_pending
  * stays callable (0). NULL does nothing. */
 void ms__scale_writer_stop(ms__scale_writer_t *w);
 /* Stop as above if not stopped yet, then free. NULL does nothing. */
@@ -798,19 +847,9 @@ void ms__leave_out_settling_pods(const ms_spec_t *spec, int32_t settling, int32_
  * which HPA keeps out too. */
 int32_t ms__decision_ready(const ms_spec_t *spec, const ms_pods_t *metric_pods, bool pods_ok,
                            int32_t ready_pods, int32_t current);
-/* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
- * metric target counts ready replicas (Utilization, Value), a metric is a
- * sidecar preset or has a saturation correction (pods that just turned
- * Ready), or a downstream
- * entry reserves room for pods not running yet (step 7). */
-bool ms__spec_needs_pods(const ms_spec_t *s);
-/* Whether a query of the spec uses {{podRegex}}. When the round could not
- * count the pods it passes no regex, and the tick reports those queries
- * missing (prom_sources.h), never zero. */
-bool ms__spec_uses_pod_regex(const ms_spec_t *s);
 
 /* Whether an apps/v1 kind is cached by a workload informer: its index in
- * c->workloads, or -1. */
+ * c->informers.workloads, or -1. */
 int ms__workload_kind(const char *api_version, const char *kind);
 
 #endif

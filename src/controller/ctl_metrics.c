@@ -1,8 +1,9 @@
 /*
- * ctl_metrics.c - the controller's /metrics families, and the gauges and
- * client counters the main loop refreshes once a second. The per-sync
- * series (decisions, replicas, latencies) are updated by reconcile.c and
- * report.c as they happen, API calls through ms__kube_observe().
+ * ctl_metrics.c - the controller's /metrics families. The per-sync series
+ * (decisions, replicas, latencies) are updated by reconcile.c and report.c
+ * as they happen, API calls through ms__kube_observe(); the gauges and
+ * client counters the main loop refreshes once a second are ctl_gauges.c's
+ * (which reads the writers and queues: those write here, so it is apart).
  */
 #include <stddef.h>
 #include <string.h>
@@ -164,8 +165,8 @@ static const family_t object_families[] = {
 static void declare(ms_controller_t *c, const family_t *t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        *(int *)((char *)&c->fam + t[i].slot) =
-            ms_metrics_family(c->metrics, t[i].kind, t[i].name, t[i].help, t[i].labels,
+        *(int *)((char *)&c->metrics.fam + t[i].slot) =
+            ms_metrics_family(c->metrics.registry, t[i].kind, t[i].name, t[i].help, t[i].labels,
                               t[i].nlabels, t[i].buckets, t[i].nbuckets);
 }
 
@@ -176,12 +177,13 @@ static void budget_families(ms_controller_t *c)
     static const char *const budget[] = {"budget"};
     static const char *const member[] = {"namespace", "name", "budget"};
 
-    c->fam.budget_room = ms_metrics_family(c->metrics, MS_METRIC_GAUGE, "meshscaler_budget_room",
-                                           "Flows a shared downstream budget had to split at its "
-                                           "last round, after every member's reservation.",
-                                           budget, 1, NULL, 0);
-    c->fam.budget_granted = ms_metrics_family(
-        c->metrics, MS_METRIC_GAUGE, "meshscaler_budget_granted_replicas",
+    c->metrics.fam.budget_room =
+        ms_metrics_family(c->metrics.registry, MS_METRIC_GAUGE, "meshscaler_budget_room",
+                          "Flows a shared downstream budget had to split at its "
+                          "last round, after every member's reservation.",
+                          budget, 1, NULL, 0);
+    c->metrics.fam.budget_granted = ms_metrics_family(
+        c->metrics.registry, MS_METRIC_GAUGE, "meshscaler_budget_granted_replicas",
         "Replicas an object was granted of a shared budget's room at its last decision "
         "(its ask when the room held every ask).",
         member, 3, NULL, 0);
@@ -206,7 +208,7 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
     for (size_t k = 0; k < it->spec->ndownstreams; k++) {
         const char *name = it->spec->downstreams[k].budget;
         if (name[0] != '\0' && !decision_shared(it->spec, d, name))
-            ms_metrics_remove(c->metrics, c->fam.budget_granted,
+            ms_metrics_remove(c->metrics.registry, c->metrics.fam.budget_granted,
                               (const char *[]){it->ns, it->name, name});
     }
     /* Under the table's lock, and only while the object still belongs to
@@ -225,9 +227,10 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
         name = it->spec->downstreams[b->downstream].budget;
         if (!ms__budgets_is_member(&c->objects.budgets, it->key, name))
             continue;
-        ms_metrics_set(c->metrics, c->fam.budget_room, (const char *[]){name}, b->room);
-        ms_metrics_set(c->metrics, c->fam.budget_granted, (const char *[]){it->ns, it->name, name},
-                       b->grant);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.budget_room, (const char *[]){name},
+                       b->room);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.budget_granted,
+                       (const char *[]){it->ns, it->name, name}, b->grant);
     }
     pthread_mutex_unlock(&c->objects.lock);
 }
@@ -235,9 +238,11 @@ void ms__metrics_budgets(ms_controller_t *c, const ms__item_t *it)
 void ms__metrics_budget_forget(ms_controller_t *c, const char *ns, const char *name,
                                const char *budget, bool last)
 {
-    ms_metrics_remove(c->metrics, c->fam.budget_granted, (const char *[]){ns, name, budget});
+    ms_metrics_remove(c->metrics.registry, c->metrics.fam.budget_granted,
+                      (const char *[]){ns, name, budget});
     if (last)
-        ms_metrics_remove(c->metrics, c->fam.budget_room, (const char *[]){budget});
+        ms_metrics_remove(c->metrics.registry, c->metrics.fam.budget_room,
+                          (const char *[]){budget});
 }
 
 void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick)
@@ -245,28 +250,30 @@ void ms__metrics_round_costs(ms_controller_t *c, const ms_prom_tick_t *tick)
     ms_prom_namespace_cost_t costs[MS__COST_NAMESPACES];
     size_t n = ms_prom_tick_costs(tick, costs, MS__COST_NAMESPACES);
 
-    ms_metrics_remove_matching(c->metrics, c->fam.ns_seconds, NULL, 0);
-    ms_metrics_remove_matching(c->metrics, c->fam.ns_bytes, NULL, 0);
-    ms_metrics_remove_matching(c->metrics, c->fam.ns_over_share, NULL, 0);
+    ms_metrics_remove_matching(c->metrics.registry, c->metrics.fam.ns_seconds, NULL, 0);
+    ms_metrics_remove_matching(c->metrics.registry, c->metrics.fam.ns_bytes, NULL, 0);
+    ms_metrics_remove_matching(c->metrics.registry, c->metrics.fam.ns_over_share, NULL, 0);
     for (size_t i = 0; i < n; i++) {
         const char *ns[1] = {costs[i].namespace_name};
-        ms_metrics_set(c->metrics, c->fam.ns_seconds, ns, costs[i].seconds);
-        ms_metrics_set(c->metrics, c->fam.ns_bytes, ns, (double)costs[i].bytes);
-        ms_metrics_set(c->metrics, c->fam.ns_over_share, ns, (double)costs[i].over_share);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.ns_seconds, ns, costs[i].seconds);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.ns_bytes, ns, (double)costs[i].bytes);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.ns_over_share, ns,
+                       (double)costs[i].over_share);
     }
 }
 
 void ms__metrics_forget_object(ms_controller_t *c, const char *ns, const char *name)
 {
     const char *obj[] = {ns, name};
-    const int families[] = {c->fam.desired,       c->fam.current,       c->fam.scales,
-                            c->fam.metric_value,  c->fam.metric_target, c->fam.metric_desired,
-                            c->fam.ds_headroom,   c->fam.ds_allowed,    c->fam.condition,
-                            c->fam.last_reason,   c->fam.hpa_desired,   c->fam.hpa_difference,
-                            c->fam.budget_granted};
+    const int families[] = {
+        c->metrics.fam.desired,       c->metrics.fam.current,       c->metrics.fam.scales,
+        c->metrics.fam.metric_value,  c->metrics.fam.metric_target, c->metrics.fam.metric_desired,
+        c->metrics.fam.ds_headroom,   c->metrics.fam.ds_allowed,    c->metrics.fam.condition,
+        c->metrics.fam.last_reason,   c->metrics.fam.hpa_desired,   c->metrics.fam.hpa_difference,
+        c->metrics.fam.budget_granted};
 
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-        ms_metrics_remove_matching(c->metrics, families[i], obj, 2);
+        ms_metrics_remove_matching(c->metrics.registry, families[i], obj, 2);
 }
 
 void ms__metrics_declare(ms_controller_t *c)
@@ -281,92 +288,7 @@ void ms__kube_observe(ms_controller_t *c, const char *operation, double started,
     const char *code = err == MS_OK ? "ok" : ms_err_name(err) + 7; /* drop "MS_ERR_" */
     const char *labels[] = {operation, code};
 
-    ms_metrics_observe(c->metrics, c->fam.kube_seconds, labels, ms_clock_monotonic() - started);
-    ms_metrics_add(c->metrics, c->fam.kube_requests, labels, 1);
-}
-
-static void add_stats(ms_kube_stats_t *sum, ms_kube_client_t *k)
-{
-    ms_kube_stats_t st;
-
-    if (k == NULL)
-        return;
-    ms_kube_client_stats(k, &st);
-    sum->get += st.get;
-    sum->list += st.list;
-    sum->watch += st.watch;
-    sum->create += st.create;
-    sum->update += st.update;
-    sum->patch += st.patch;
-    sum->del += st.del;
-    sum->throttle_seconds += st.throttle_seconds;
-}
-
-static void sum_stats(ms_controller_t *c, ms_kube_stats_t *sum)
-{
-    memset(sum, 0, sizeof *sum);
-    add_stats(sum, c->kube);
-    add_stats(sum, c->kube_lease);
-}
-
-/* The clients' own counters, as deltas since the last call. */
-static void client_counters(ms_controller_t *c)
-{
-    ms_kube_stats_t now, *was = &c->last_stats;
-    struct {
-        const char *verb;
-        unsigned long now, was;
-    } verbs[7];
-    size_t i = 0;
-
-    sum_stats(c, &now);
-    verbs[i++] = (typeof(verbs[0])){"get", now.get, was->get};
-    verbs[i++] = (typeof(verbs[0])){"list", now.list, was->list};
-    verbs[i++] = (typeof(verbs[0])){"watch", now.watch, was->watch};
-    verbs[i++] = (typeof(verbs[0])){"create", now.create, was->create};
-    verbs[i++] = (typeof(verbs[0])){"update", now.update, was->update};
-    verbs[i++] = (typeof(verbs[0])){"patch", now.patch, was->patch};
-    verbs[i++] = (typeof(verbs[0])){"delete", now.del, was->del};
-    for (i = 0; i < 7; i++)
-        ms_metrics_add(c->metrics, c->fam.client_requests, &verbs[i].verb,
-                       (double)(verbs[i].now - verbs[i].was));
-    ms_metrics_add(c->metrics, c->fam.client_throttle, NULL,
-                   now.throttle_seconds - was->throttle_seconds);
-    *was = now;
-}
-
-static void event_counts(void *ctx, const char *reason, unsigned long dropped,
-                         unsigned long combined)
-{
-    ms_controller_t *c = ctx;
-
-    if (dropped > 0)
-        ms_metrics_add(c->metrics, c->fam.events_dropped, &reason, (double)dropped);
-    if (combined > 0)
-        ms_metrics_add(c->metrics, c->fam.events_combined, &reason, (double)combined);
-}
-
-void ms__metrics_refresh(ms_controller_t *c)
-{
-    ms_metrics_set(c->metrics, c->fam.leader, NULL, ms__controller_may_act(c) ? 1 : 0);
-    ms_metrics_set(c->metrics, c->fam.queue_depth, NULL, (double)ms_workqueue_len(c->queue));
-    ms_metrics_set(c->metrics, c->fam.queue_delayed, NULL,
-                   (double)ms_workqueue_delayed_len(c->queue));
-    ms_metrics_set(c->metrics, c->fam.objects, NULL,
-                   c->mas != NULL ? (double)ms_kube_informer_size(c->mas) : 0);
-    if (c->status_writer != NULL)
-        ms_metrics_set(c->metrics, c->fam.status_queued, NULL,
-                       (double)ms__status_writer_pending(c->status_writer));
-    if (c->events != NULL)
-        ms__event_queue_take_counts(c->events, ms_clock_monotonic(), c->cfg.sync_period,
-                                    event_counts, c);
-    client_counters(c);
-    if (c->prom != NULL) {
-        ms_prom_client_stats_t ps;
-        ms_prom_client_stats(c->prom, &ps);
-        ms_metrics_set(c->metrics, c->fam.breaker_open, NULL, ps.open ? 1 : 0);
-        ms_metrics_add(c->metrics, c->fam.prom_skipped, NULL,
-                       (double)(ps.skipped - c->last_prom_skipped));
-        c->last_prom_skipped = ps.skipped;
-    }
+    ms_metrics_observe(c->metrics.registry, c->metrics.fam.kube_seconds, labels,
+                       ms_clock_monotonic() - started);
+    ms_metrics_add(c->metrics.registry, c->metrics.fam.kube_requests, labels, 1);
 }

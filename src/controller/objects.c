@@ -1,7 +1,10 @@
 /*
  * objects.c - per-object controller state, keyed by "namespace/name" and
- * valid for one uid; and the reference-counted parsed specs it shares with
- * rounds and workers.
+ * valid for one uid; the reference-counted parsed specs it shares with
+ * rounds and workers, and what a spec needs (its pods, a pod regex); and the
+ * reference-counted rounds themselves (round.c makes them, workers read
+ * their observations), so that the state below the loop frees what it holds
+ * without calling up into it.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -11,6 +14,43 @@
 #include "meshscaler/log.h"
 #include "meshscaler/spec_json.h"
 #include "meshscaler/xalloc.h"
+
+/* ---- what a spec needs (pure) ---- */
+
+static bool uses_pod_regex(const char *q)
+{
+    return q != NULL && strstr(q, "{{podRegex}}") != NULL;
+}
+
+bool ms__spec_uses_pod_regex(const ms_spec_t *s)
+{
+    for (size_t i = 0; i < s->nmetrics; i++)
+        if (uses_pod_regex(s->metrics[i].query) ||
+            uses_pod_regex(s->saturation[i].admitted_query) ||
+            uses_pod_regex(s->saturation[i].rejected_query))
+            return true;
+    for (size_t i = 0; i < s->ndownstreams; i++)
+        if (uses_pod_regex(s->downstreams[i].usage_query) ||
+            uses_pod_regex(s->downstreams[i].limit_query))
+            return true;
+    return uses_pod_regex(s->retry_storm.retry_share_query);
+}
+
+/* Pods are counted only when something needs them: a {{podRegex}} query, a
+ * target that counts ready replicas (Utilization, Value), a per-pod preset
+ * or a saturation correction (when pods turned Ready: ms__leave_out_settling_pods,
+ * hold_unsettled_saturation), or a downstream guardrail (the running pods:
+ * step 7's reservation). */
+bool ms__spec_needs_pods(const ms_spec_t *s)
+{
+    if (s->ndownstreams > 0)
+        return true;
+    for (size_t i = 0; i < s->nmetrics; i++)
+        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE ||
+            s->metrics[i].source != MS_SOURCE_PROMETHEUS || s->saturation[i].enabled)
+            return true;
+    return ms__spec_uses_pod_regex(s);
+}
 
 /* ---- parsed specs ---- */
 
@@ -243,4 +283,44 @@ void ms__objects_free_locked(ms__objects_t *t, ms__object_t *o)
 {
     ms_strmap_del(&t->map, o->key);
     object_free(o);
+}
+
+/* ---- rounds: shared by the round thread and the workers ---- */
+
+ms__round_t *ms__round_retain(ms__round_t *r)
+{
+    atomic_fetch_add(&r->refs, 1);
+    return r;
+}
+
+void ms__round_release(ms__round_t *r)
+{
+    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        ms__spec_ref_release(r->entries[i].spec);
+        free(r->entries[i].pod_regex);
+    }
+    free(r->entries);
+    free(r->group_next);
+    free(r->objs);
+    ms_prom_tick_free(r->tick);
+    free(r);
+}
+
+static void missing_everywhere(ms_prom_object_obs_t *out, const char *why)
+{
+    memset(out, 0, sizeof *out);
+    ms_observation_init(&out->obs);
+    for (size_t k = 0; k < MS_MAX_METRICS; k++)
+        out->metrics[k] = (ms_prom_why_t){MS_PROM_UNAVAILABLE, why};
+}
+
+void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
+                           ms_prom_object_obs_t *out)
+{
+    if (!r->tick_ok || e->obj_index >= r->nobjs)
+        missing_everywhere(out, "the Prometheus tick did not run");
+    else
+        ms_prom_tick_observe(r->tick, r->objs, e->obj_index, out);
 }

@@ -27,41 +27,6 @@
 
 #define MAX_WRITE_ATTEMPTS 3
 
-static bool uses_pod_regex(const char *q)
-{
-    return q != NULL && strstr(q, "{{podRegex}}") != NULL;
-}
-
-bool ms__spec_uses_pod_regex(const ms_spec_t *s)
-{
-    for (size_t i = 0; i < s->nmetrics; i++)
-        if (uses_pod_regex(s->metrics[i].query) ||
-            uses_pod_regex(s->saturation[i].admitted_query) ||
-            uses_pod_regex(s->saturation[i].rejected_query))
-            return true;
-    for (size_t i = 0; i < s->ndownstreams; i++)
-        if (uses_pod_regex(s->downstreams[i].usage_query) ||
-            uses_pod_regex(s->downstreams[i].limit_query))
-            return true;
-    return uses_pod_regex(s->retry_storm.retry_share_query);
-}
-
-/* Pods are counted only when something needs them: a {{podRegex}} query, a
- * target that counts ready replicas (Utilization, Value), a per-pod preset
- * or a saturation correction (when pods turned Ready: ms__leave_out_settling_pods,
- * hold_unsettled_saturation), or a downstream guardrail (the running pods:
- * step 7's reservation). */
-bool ms__spec_needs_pods(const ms_spec_t *s)
-{
-    if (s->ndownstreams > 0)
-        return true;
-    for (size_t i = 0; i < s->nmetrics; i++)
-        if (s->metrics[i].target_type != MS_TARGET_AVERAGE_VALUE ||
-            s->metrics[i].source != MS_SOURCE_PROMETHEUS || s->saturation[i].enabled)
-            return true;
-    return ms__spec_uses_pod_regex(s);
-}
-
 /* ---- load: the object as its handler left it, its scale ---- */
 
 /* Under the table's lock: the object's identity, resourceVersion,
@@ -86,13 +51,6 @@ static bool load_object(ms_controller_t *c, ms__item_t *it, char *pause_err, siz
     snprintf(pause_err, cap, "%s", o->pause_error ? o->pause_error : "");
     pthread_mutex_unlock(&c->objects.lock);
     return same;
-}
-
-const cJSON *ms__item_object(ms_controller_t *c, ms__item_t *it)
-{
-    if (it->obj == NULL)
-        it->obj = ms_kube_informer_get(c->mas, it->key);
-    return it->obj;
 }
 
 static bool load(ms_controller_t *c, ms__item_t *it)
@@ -135,7 +93,7 @@ static bool load(ms_controller_t *c, ms__item_t *it)
     {
         ms_kube_error_t kerr = {0};
         double t0 = ms_clock_monotonic();
-        ms_err_t err = ms_kube_scale_get(c->kube, &it->ref, &it->scale, &kerr);
+        ms_err_t err = ms_kube_scale_get(c->clients.kube, &it->ref, &it->scale, &kerr);
 
         ms__kube_observe(c, "get_scale", t0, err);
         if (err != MS_OK) {
@@ -285,11 +243,12 @@ static void compare_with_hpa(ms_controller_t *c, ms__item_t *it)
     ms__object_t *st = it->state;
 
     it->hpa_desired = -1;
-    it->beside_hpa = c->target_index != NULL &&
-                     ms__target_index_hpa(c->target_index, it->ns, it->spec->target_api_version,
-                                          it->spec->target_kind, it->spec->target_name, it->hpa_key,
-                                          sizeof it->hpa_key, &it->hpa_desired,
-                                          c->cfg.dry_run ? &it->hpa_metrics : NULL);
+    it->beside_hpa =
+        c->informers.target_index != NULL &&
+        ms__target_index_hpa(c->informers.target_index, it->ns, it->spec->target_api_version,
+                             it->spec->target_kind, it->spec->target_name, it->hpa_key,
+                             sizeof it->hpa_key, &it->hpa_desired,
+                             c->cfg.dry_run ? &it->hpa_metrics : NULL);
     if (!it->beside_hpa || it->hpa_desired < 0)
         return;
     if (strcmp(st->hpa_compared, it->hpa_key) != 0) {
@@ -318,7 +277,8 @@ static ms_err_t write_scale(ms_controller_t *c, ms__item_t *it, ms_kube_scale_t 
         }
         t0 = ms_clock_monotonic();
         memset(&it->write_err, 0, sizeof it->write_err);
-        err = ms_kube_scale_update(c->kube, &it->ref, &seen, it->desired, fresh, &it->write_err);
+        err = ms_kube_scale_update(c->clients.kube, &it->ref, &seen, it->desired, fresh,
+                                   &it->write_err);
         ms__kube_observe(c, "update_scale", t0, err);
         if (err != MS_ERR_CONFLICT || fresh->resource_version[0] == '\0' ||
             fresh->replicas != it->scale.replicas)
@@ -377,11 +337,11 @@ static void prepare_first(ms_controller_t *c, ms__item_t *it)
         ms__memory_restore(c, it);
         it->state->memory_ready = true;
     }
-    it->conflict =
-        !dry && c->target_index != NULL &&
-        ms__target_index_conflict(c->target_index, it->key, it->ns, it->spec->target_api_version,
-                                  it->spec->target_kind, it->spec->target_name, it->conflict_with,
-                                  sizeof it->conflict_with);
+    it->conflict = !dry && c->informers.target_index != NULL &&
+                   ms__target_index_conflict(c->informers.target_index, it->key, it->ns,
+                                             it->spec->target_api_version, it->spec->target_kind,
+                                             it->spec->target_name, it->conflict_with,
+                                             sizeof it->conflict_with);
 }
 
 /* The first decision of a sync; true when a scale write is wanted. */
@@ -512,7 +472,8 @@ static void settle(ms_controller_t *c, ms__item_t *it)
             compare_with_hpa(c, it);
     }
     ms__report(c, it);
-    ms_metrics_observe(c->metrics, c->fam.sync_seconds, NULL, ms_clock_monotonic() - it->started);
+    ms_metrics_observe(c->metrics.registry, c->metrics.fam.sync_seconds, NULL,
+                       ms_clock_monotonic() - it->started);
 }
 
 void ms__sync_write(ms_controller_t *c, ms__item_t *it)
@@ -520,7 +481,7 @@ void ms__sync_write(ms_controller_t *c, ms__item_t *it)
     /* Waited past what its observation is good for: observed again, as a
      * worker does with a sync that waited so long for it. */
     if (observation_stale(c, it, ms_clock_monotonic())) {
-        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.stale_observations, NULL, 1);
         it->state->memory = it->before;
         release_object(c, it, true);
         ms__sync_free(it);
@@ -568,7 +529,7 @@ static bool sync_start(ms_controller_t *c, ms__item_t *it, bool engine_only)
     it->wall = it->round->wall;
     it->stale = observation_stale(c, it, it->started);
     if (it->stale) {
-        ms_metrics_add(c->metrics, c->fam.stale_observations, NULL, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.stale_observations, NULL, 1);
         return false;
     }
     if (!ms__controller_may_act(c) || !load(c, it))
@@ -589,7 +550,7 @@ static void sync_end(ms_controller_t *c, ms__item_t *it, bool report)
     if (report) {
         if (it->wants_write) {
             /* The write and what follows it are the scale writer's now. */
-            if (c->scale_writer != NULL && ms__scale_writer_push(c->scale_writer, it))
+            if (c->queues.scale_writer != NULL && ms__scale_writer_push(c->queues.scale_writer, it))
                 return;
             apply(c, it);
         }

@@ -22,9 +22,9 @@ static void event(ms_controller_t *c, ms__item_t *it, const char *type, const ch
 {
     ms_kube_object_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, it->ns, it->name, it->uid};
 
-    if (c->events == NULL || c->cfg.dry_run)
+    if (c->queues.events == NULL || c->cfg.dry_run)
         return;
-    ms__event_queue_push(c->events, &ref, type, reason, message, it->wall);
+    ms__event_queue_push(c->queues.events, &ref, type, reason, message, it->wall);
 }
 
 void ms__warn_once(ms_controller_t *c, ms__item_t *it, const char *reason, const char *message)
@@ -45,9 +45,9 @@ static void set_or_remove(ms_controller_t *c, int family, const char *const *lab
                           double value)
 {
     if (present)
-        ms_metrics_set(c->metrics, family, labels, value);
+        ms_metrics_set(c->metrics.registry, family, labels, value);
     else
-        ms_metrics_remove(c->metrics, family, labels);
+        ms_metrics_remove(c->metrics.registry, family, labels);
 }
 
 static void metric_series(ms_controller_t *c, ms__item_t *it)
@@ -62,19 +62,22 @@ static void metric_series(ms_controller_t *c, ms__item_t *it)
      * the controller's CPU in a mass change, perf). */
     if (it->state->series_generation != 0 && it->state->series_generation != it->generation) {
         const char *obj[] = {it->ns, it->name};
-        const int families[] = {c->fam.metric_value, c->fam.metric_target, c->fam.metric_desired,
-                                c->fam.ds_headroom, c->fam.ds_allowed};
+        const int families[] = {c->metrics.fam.metric_value, c->metrics.fam.metric_target,
+                                c->metrics.fam.metric_desired, c->metrics.fam.ds_headroom,
+                                c->metrics.fam.ds_allowed};
         for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-            ms_metrics_remove_matching(c->metrics, families[f], obj, 2);
+            ms_metrics_remove_matching(c->metrics.registry, families[f], obj, 2);
     }
     it->state->series_generation = it->generation;
     for (size_t i = 0; i < spec->nmetrics && i < it->d.nmetrics; i++) {
         const ms_metric_result_t *r = &it->d.metrics[i];
         const char *labels[] = {it->ns, it->name, spec->metrics[i].name};
 
-        set_or_remove(c, c->fam.metric_value, labels, r->effective.present, r->effective.value);
-        ms_metrics_set(c->metrics, c->fam.metric_target, labels, spec->metrics[i].target);
-        set_or_remove(c, c->fam.metric_desired, labels, r->has_replicas, r->replicas);
+        set_or_remove(c, c->metrics.fam.metric_value, labels, r->effective.present,
+                      r->effective.value);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.metric_target, labels,
+                       spec->metrics[i].target);
+        set_or_remove(c, c->metrics.fam.metric_desired, labels, r->has_replicas, r->replicas);
     }
     for (size_t i = 0; i < spec->ndownstreams && i < it->d.ndownstreams; i++) {
         const ms_downstream_spec_t *ds = &spec->downstreams[i];
@@ -87,8 +90,9 @@ static void metric_series(ms_controller_t *c, ms__item_t *it)
             usage = obs->downstreams[i].usage.value;
             limit = obs->downstreams[i].limit.present ? obs->downstreams[i].limit.value : ds->limit;
         }
-        set_or_remove(c, c->fam.ds_headroom, labels, known, ds->max_utilization * limit - usage);
-        set_or_remove(c, c->fam.ds_allowed, labels, r->observed, r->allowed);
+        set_or_remove(c, c->metrics.fam.ds_headroom, labels, known,
+                      ds->max_utilization * limit - usage);
+        set_or_remove(c, c->metrics.fam.ds_allowed, labels, r->observed, r->allowed);
     }
 }
 
@@ -114,10 +118,10 @@ static void condition_series(ms_controller_t *c, ms__item_t *it)
         if (s == sizeof statuses / sizeof statuses[0] || *was == s + 1)
             continue; /* unchanged: nothing to touch (most syncs) */
         if (*was != 0)
-            ms_metrics_remove(c->metrics, c->fam.condition,
+            ms_metrics_remove(c->metrics.registry, c->metrics.fam.condition,
                               (const char *[]){it->ns, it->name, type, statuses[*was - 1]});
-        ms_metrics_set(c->metrics, c->fam.condition, (const char *[]){it->ns, it->name, type, now},
-                       1);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.condition,
+                       (const char *[]){it->ns, it->name, type, now}, 1);
         *was = (unsigned char)(s + 1);
     }
 }
@@ -128,30 +132,31 @@ static void object_metrics(ms_controller_t *c, ms__item_t *it)
     const char *reason[] = {ms_reason_name(it->d.reason)};
     const char *last[] = {it->ns, it->name, ms_reason_name(it->d.reason)};
 
-    ms_metrics_add(c->metrics, c->fam.decisions, reason, 1);
-    ms_metrics_set(c->metrics, c->fam.desired, obj, it->desired);
-    ms_metrics_set(c->metrics, c->fam.current, obj, it->d.current_replicas);
+    ms_metrics_add(c->metrics.registry, c->metrics.fam.decisions, reason, 1);
+    ms_metrics_set(c->metrics.registry, c->metrics.fam.desired, obj, it->desired);
+    ms_metrics_set(c->metrics.registry, c->metrics.fam.current, obj, it->d.current_replicas);
     if (it->applied) {
         const char *scale[] = {it->ns, it->name,
                                it->desired > it->d.current_replicas ? "up" : "down"};
-        ms_metrics_add(c->metrics, c->fam.scales, scale, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.scales, scale, 1);
     }
     if (it->state->reason_reported && it->state->last_reason != it->d.reason) {
         const char *was[] = {it->ns, it->name, ms_reason_name(it->state->last_reason)};
-        ms_metrics_remove(c->metrics, c->fam.last_reason, was);
+        ms_metrics_remove(c->metrics.registry, c->metrics.fam.last_reason, was);
     }
-    ms_metrics_set(c->metrics, c->fam.last_reason, last, 1);
+    ms_metrics_set(c->metrics.registry, c->metrics.fam.last_reason, last, 1);
     it->state->reason_reported = true;
     it->state->last_reason = it->d.reason;
     metric_series(c, it);
     condition_series(c, it);
     ms__metrics_budgets(c, it);
     if (it->beside_hpa && it->hpa_desired >= 0) {
-        ms_metrics_set(c->metrics, c->fam.hpa_desired, obj, it->hpa_desired);
-        ms_metrics_set(c->metrics, c->fam.hpa_difference, obj, it->desired - it->hpa_desired);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.hpa_desired, obj, it->hpa_desired);
+        ms_metrics_set(c->metrics.registry, c->metrics.fam.hpa_difference, obj,
+                       it->desired - it->hpa_desired);
     } else {
-        ms_metrics_remove(c->metrics, c->fam.hpa_desired, obj);
-        ms_metrics_remove(c->metrics, c->fam.hpa_difference, obj);
+        ms_metrics_remove(c->metrics.registry, c->metrics.fam.hpa_desired, obj);
+        ms_metrics_remove(c->metrics.registry, c->metrics.fam.hpa_difference, obj);
     }
 }
 
@@ -255,9 +260,18 @@ static void report_decision(ms_controller_t *c, ms__item_t *it)
     }
 }
 
+/* The object as the cache holds it now (a deep copy, kept in it->obj and
+ * freed with the item); NULL when it was deleted meanwhile. */
+static const cJSON *item_object(ms_controller_t *c, ms__item_t *it)
+{
+    if (it->obj == NULL)
+        it->obj = ms_kube_informer_get(c->informers.mas, it->key);
+    return it->obj;
+}
+
 static const cJSON *previous_status(ms_controller_t *c, ms__item_t *it)
 {
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(ms__item_object(c, it), "status");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(item_object(c, it), "status");
 
     return cJSON_IsObject(st) ? st : NULL;
 }
@@ -338,13 +352,15 @@ static void write_status(ms_controller_t *c, ms__item_t *it)
         fill_decided(c, it, &in, why, sizeof why);
         break;
     }
-    if (ms_status_build(&in, &status, &changed) != MS_OK || !changed || c->status_writer == NULL)
+    if (ms_status_build(&in, &status, &changed) != MS_OK || !changed ||
+        c->queues.status_writer == NULL)
         goto out;
     /* Written off the sync path, lease-checked right before it goes out. */
     patch = ms_status_merge_patch(in.previous, status);
-    if (!ms__status_writer_push(c->status_writer, it->ns, it->name,
+    if (!ms__status_writer_push(c->queues.status_writer, it->ns, it->name,
                                 cJSON_DetachItemFromObjectCaseSensitive(patch, "status"))) {
-        ms_metrics_add(c->metrics, c->fam.writes_dropped, (const char *[]){"status"}, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.writes_dropped,
+                       (const char *[]){"status"}, 1);
         atomic_store(&it->state->report_again, true); /* the next sync tries again */
     }
 out:
@@ -439,7 +455,7 @@ void ms__report(ms_controller_t *c, ms__item_t *it)
         bool again = atomic_exchange(&it->state->report_again, false);
         if (!again && fp == it->state->reported_fingerprint &&
             strcmp(it->rv, it->state->reported_rv) == 0 && !it->write_failed) {
-            ms_metrics_add(c->metrics, c->fam.decisions,
+            ms_metrics_add(c->metrics.registry, c->metrics.fam.decisions,
                            (const char *[]){ms_reason_name(it->d.reason)}, 1);
             return;
         }
@@ -466,18 +482,21 @@ static void report_full(ms_controller_t *c, ms__item_t *it)
     switch (it->stage) {
     case MS__ENTRY_INVALID:
         ms__warn_once(c, it, "InvalidSpec", it->problem);
-        ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"InvalidSpec"}, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.sync_errors,
+                       (const char *[]){"InvalidSpec"}, 1);
         break;
     case MS__ENTRY_NO_SCALE:
         ms_errf(message, sizeof message, MS_OK, "unable to get the target's current scale: %s",
                 it->problem);
         ms__warn_once(c, it, "FailedGetScale", message);
-        ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"FailedGetScale"}, 1);
+        ms_metrics_add(c->metrics.registry, c->metrics.fam.sync_errors,
+                       (const char *[]){"FailedGetScale"}, 1);
         break;
     case MS__ENTRY_OBSERVED:
         report_decision(c, it);
         if (it->write_failed)
-            ms_metrics_add(c->metrics, c->fam.sync_errors, (const char *[]){"FailedRescale"}, 1);
+            ms_metrics_add(c->metrics.registry, c->metrics.fam.sync_errors,
+                           (const char *[]){"FailedRescale"}, 1);
         break;
     default:
         return;

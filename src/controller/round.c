@@ -41,27 +41,6 @@
  * still acts within 15 s). */
 #define CATCHUP_MAX_INTERVAL 15.0
 
-ms__round_t *ms__round_retain(ms__round_t *r)
-{
-    atomic_fetch_add(&r->refs, 1);
-    return r;
-}
-
-void ms__round_release(ms__round_t *r)
-{
-    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
-        return;
-    for (size_t i = 0; i < r->n; i++) {
-        ms__spec_ref_release(r->entries[i].spec);
-        free(r->entries[i].pod_regex);
-    }
-    free(r->entries);
-    free(r->group_next);
-    free(r->objs);
-    ms_prom_tick_free(r->tick);
-    free(r);
-}
-
 double ms__next_sync_delay(double period, double now)
 {
     double delay = period - fmod(now, period);
@@ -100,17 +79,17 @@ static bool wait_for_work(ms_controller_t *c, double until)
 
     if (wait > MAX_SLEEP)
         wait = MAX_SLEEP;
-    pthread_mutex_lock(&c->round_lock);
-    if (!c->kicked && wait > 0 && !atomic_load(&c->stopping))
-        ms_clock_cond_wait_until(&c->round_cond, &c->round_lock, now + wait);
-    if (c->kicked) {
+    pthread_mutex_lock(&c->round.lock);
+    if (!c->round.kicked && wait > 0 && !atomic_load(&c->stopping))
+        ms_clock_cond_wait_until(&c->round.cond, &c->round.lock, now + wait);
+    if (c->round.kicked) {
         /* Let a burst of kicks arrive before planning. */
-        pthread_mutex_unlock(&c->round_lock);
+        pthread_mutex_unlock(&c->round.lock);
         ms_clock_sleep(KICK_COALESCE);
-        pthread_mutex_lock(&c->round_lock);
+        pthread_mutex_lock(&c->round.lock);
     }
-    c->kicked = false;
-    pthread_mutex_unlock(&c->round_lock);
+    c->round.kicked = false;
+    pthread_mutex_unlock(&c->round.lock);
     return !atomic_load(&c->stopping);
 }
 
@@ -123,10 +102,10 @@ void ms__kick(ms_controller_t *c, const char *key)
     if (o != NULL)
         o->due = 0;
     pthread_mutex_unlock(&c->objects.lock);
-    pthread_mutex_lock(&c->round_lock);
-    c->kicked = true;
-    pthread_cond_signal(&c->round_cond);
-    pthread_mutex_unlock(&c->round_lock);
+    pthread_mutex_lock(&c->round.lock);
+    c->round.kicked = true;
+    pthread_cond_signal(&c->round.cond);
+    pthread_mutex_unlock(&c->round.lock);
 }
 
 /* ---- choosing the due objects ---- */
@@ -196,7 +175,7 @@ static void observe_lateness(ms_controller_t *c, const due_t *d)
 {
     for (size_t i = 0; i < d->n; i++)
         if (d->late[i] >= 0)
-            ms_metrics_observe(c->metrics, c->fam.sync_lateness, NULL, d->late[i]);
+            ms_metrics_observe(c->metrics.registry, c->metrics.fam.sync_lateness, NULL, d->late[i]);
 }
 
 typedef struct {
@@ -395,7 +374,7 @@ static void plan_target(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *
         workload_visit_t v = {o, &e->target, false, ""};
         if (snprintf(key, sizeof key, "%.63s/%s", ns, s->target_name) >= (int)sizeof key)
             key[0] = '\0';
-        ms_kube_informer_visit(c->workloads[k], key, visit_workload, &v);
+        ms_kube_informer_visit(c->informers.workloads[k], key, visit_workload, &v);
         if (!v.found) {
             ms_errf(e->problem, sizeof e->problem, MS_OK, "%ss.apps \"%s\" not found",
                     workload_kinds[k], s->target_name);
@@ -452,19 +431,19 @@ static void plan_pods(ms_controller_t *c, ms__object_t *o, ms__round_entry_t *e,
     double settle_from = wall - MS__READY_SETTLE_SECONDS - 1.0;
     double settle_to = wall + MS__READY_SETTLE_SECONDS;
 
-    if (!e->spec->needs_pods || o->selector == NULL || c->pod_index == NULL ||
+    if (!e->spec->needs_pods || o->selector == NULL || c->informers.pod_index == NULL ||
         (!e->target.cached && (o->selector_text == NULL || o->selector_text[0] == '\0')))
         return;
     want_regex = ms__spec_uses_pod_regex(&e->spec->spec);
-    gen = ms__pod_index_generation(c->pod_index, ns);
+    gen = ms__pod_index_generation(c->informers.pod_index, ns);
     if (gen == 0 || gen != o->pods_generation || (want_regex && o->pod_regex == NULL) ||
         ms__pods_settling_may_change(o->settling_pods, o->newest_ready, settle_from)) {
         free(o->pod_regex);
         o->pod_regex = NULL;
         ms__pod_count_t count;
 
-        ms__pod_index_count(c->pod_index, ns, o->selector, want_regex, settle_from, settle_to,
-                            &count, want_regex ? &o->pod_regex : NULL);
+        ms__pod_index_count(c->informers.pod_index, ns, o->selector, want_regex, settle_from,
+                            settle_to, &count, want_regex ? &o->pod_regex : NULL);
         o->ready_pods = count.ready;
         o->running_pods = count.running;
         o->newest_ready = count.newest_ready;
@@ -515,23 +494,6 @@ static void plan(ms_controller_t *c, const char *key, ms__round_entry_t *e, doub
 
 /* ---- observing ---- */
 
-static void missing_everywhere(ms_prom_object_obs_t *out, const char *why)
-{
-    memset(out, 0, sizeof *out);
-    ms_observation_init(&out->obs);
-    for (size_t k = 0; k < MS_MAX_METRICS; k++)
-        out->metrics[k] = (ms_prom_why_t){MS_PROM_UNAVAILABLE, why};
-}
-
-void ms__round_observation(const ms__round_t *r, const ms__round_entry_t *e,
-                           ms_prom_object_obs_t *out)
-{
-    if (!r->tick_ok || e->obj_index >= r->nobjs)
-        missing_everywhere(out, "the Prometheus tick did not run");
-    else
-        ms_prom_tick_observe(r->tick, r->objs, e->obj_index, out);
-}
-
 /* One Prometheus tick for every observed entry of the round; each worker
  * reads its object's observation from it (ms__round_observation). */
 static void observe(ms_controller_t *c, ms__round_t *r)
@@ -576,11 +538,12 @@ static void observe(ms_controller_t *c, ms__round_t *r)
         .cancel = &c->prom_cancel,
         .max_total_bytes = c->cfg.round_max_bytes ? c->cfg.round_max_bytes : 64u << 20};
 
-    err = ms_prom_tick_run_bounded(r->tick, c->prom, r->objs, m, &bounds, NULL);
+    err = ms_prom_tick_run_bounded(r->tick, c->clients.prom, r->objs, m, &bounds, NULL);
     ms_prom_tick_stats(r->tick, &st);
-    ms_metrics_add(c->metrics, c->fam.prom_queries, NULL, (double)st.queries_sent);
-    ms_metrics_add(c->metrics, c->fam.prom_failures, NULL, (double)st.failed_queries);
-    ms_metrics_observe(c->metrics, c->fam.prom_seconds, NULL, st.seconds);
+    ms_metrics_add(c->metrics.registry, c->metrics.fam.prom_queries, NULL, (double)st.queries_sent);
+    ms_metrics_add(c->metrics.registry, c->metrics.fam.prom_failures, NULL,
+                   (double)st.failed_queries);
+    ms_metrics_observe(c->metrics.registry, c->metrics.fam.prom_seconds, NULL, st.seconds);
     ms__metrics_round_costs(c, r->tick);
     MS_LOG_DEBUG("round observed", MS_I("objects", (long long)m),
                  MS_I("queries", (long long)st.queries_sent),
@@ -646,7 +609,7 @@ static void hand_out(ms_controller_t *c, ms__round_t *r)
         }
         o->pending = ms__round_retain(r);
         o->pending_index = i;
-        ms_workqueue_add(c->queue, e->key);
+        ms_workqueue_add(c->queues.work, e->key);
     }
     pthread_mutex_unlock(&c->objects.lock);
 }
@@ -665,8 +628,9 @@ static void run_round(ms_controller_t *c, due_t *due, double now, double wall)
     for (size_t i = 0; i < due->n; i++)
         plan(c, due->keys[i], &r->entries[i], wall);
     observe(c, r);
-    ms_metrics_set(c->metrics, c->fam.round_objects, NULL, (double)r->n);
-    ms_metrics_observe(c->metrics, c->fam.round_seconds, NULL, ms_clock_monotonic() - t0);
+    ms_metrics_set(c->metrics.registry, c->metrics.fam.round_objects, NULL, (double)r->n);
+    ms_metrics_observe(c->metrics.registry, c->metrics.fam.round_seconds, NULL,
+                       ms_clock_monotonic() - t0);
     /* A round that shutdown cut short decides nothing: its cancelled queries
      * would read as missing metrics (MetricsUnavailable in the status and the
      * dry-run output, a failed sync towards the fallback). shut_down() sets
@@ -688,9 +652,9 @@ void *ms__round_main(void *arg)
         bool acting = ms__controller_may_act(c);
         /* A new leader acts on everything at once, with memory rebuilt
          * from status where this process has none. */
-        bool all_due = acting && !c->was_leader;
+        bool all_due = acting && !c->round.was_leader;
 
-        c->was_leader = acting;
+        c->round.was_leader = acting;
         due.n = 0;
         due.on_grid = 0;
         collect(c, now, acting, all_due, &due);

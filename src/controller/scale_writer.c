@@ -14,7 +14,8 @@
  * only the latest count is written. The object stays busy while its write
  * waits (rounds skip it), and its scale event, status and Event are made
  * only after the write, by the writer (ms__sync_write): what was not written
- * is never recorded as a scale.
+ * is never recorded as a scale. The rest of the sync is the loop's
+ * (reconcile.c, above this file): the writer is handed it as callbacks.
  */
 #include <stdlib.h>
 
@@ -23,32 +24,42 @@
 
 struct ms__scale_writer {
     ms__writer_pool_t *pool; /* "ns/name" -> ms__item_t* */
+    ms__scale_writer_ops_t ops;
+    ms_controller_t *c;
 };
 
 static void write_scale(void *ctx, void *it)
 {
-    ms__sync_write(ctx, it);
+    ms__scale_writer_t *w = ctx;
+
+    w->ops.write(w->c, it);
 }
 
 /* The newer sync holds the object now. */
 static void replaced(void *ctx, void *it)
 {
-    (void)ctx;
-    ms__sync_free(it);
+    ms__scale_writer_t *w = ctx;
+
+    w->ops.free(it);
 }
 
 static void unwritten(void *ctx, void *it)
 {
-    ms__sync_abandon(ctx, it);
+    ms__scale_writer_t *w = ctx;
+
+    w->ops.abandon(w->c, it);
 }
 
-ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, int threads, size_t capacity)
+ms__scale_writer_t *ms__scale_writer_new(ms_controller_t *c, const ms__scale_writer_ops_t *ops,
+                                         int threads, size_t capacity)
 {
-    static const ms__writer_pool_ops_t ops = {
+    static const ms__writer_pool_ops_t pool_ops = {
         .write = write_scale, .replaced = replaced, .unwritten = unwritten};
     ms__scale_writer_t *w = ms_xcalloc(1, sizeof *w);
 
-    w->pool = ms__writer_pool_new(&ops, c, threads, capacity);
+    w->ops = *ops;
+    w->c = c;
+    w->pool = ms__writer_pool_new(&pool_ops, w, threads, capacity);
     return w;
 }
 

@@ -69,7 +69,7 @@ static void write_one(ms_controller_t *c, pending_t *p)
         return;
     }
     t0 = ms_clock_monotonic();
-    err = ms_kube_status_patch(c->kube, &ref, status, NULL, &kerr);
+    err = ms_kube_status_patch(c->clients.kube, &ref, status, NULL, &kerr);
     cJSON_Delete(status);
     ms__kube_observe(c, "patch_status", t0, err);
     if (err != MS_OK && err != MS_ERR_NOTFOUND) { /* deleted meanwhile: nothing to report */
@@ -102,7 +102,8 @@ static bool decisions_first(void *ctx)
 {
     ms_controller_t *c = ctx;
 
-    return ms_workqueue_len(c->queue) > 0 || ms__scale_writer_pending(c->scale_writer) > 0;
+    return ms_workqueue_len(c->queues.work) > 0 ||
+           ms__scale_writer_pending(c->queues.scale_writer) > 0;
 }
 
 ms__status_writer_t *ms__status_writer_new(ms_controller_t *c, int threads, size_t capacity)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The controller's tiers: who calls whom between the files of src/controller/.
 
-    tests/tools/check_tiers.py [--check] [BUILD_DIR]
+    tests/tools/check_tiers.py [--check] [BUILD_DIR | --objects LIST]
 
 The tiers are the table under "### The controller's tiers" in
 docs/ARCHITECTURE.md (one home for the rule): each row a tier number and the
@@ -12,10 +12,14 @@ the text: for each src/controller/*.c.o of BUILD_DIR (default: build), the
 symbols it leaves undefined (`nm -u`) that another controller object defines
 (`nm --defined-only`). Build first (cmake --build BUILD_DIR).
 
+--objects takes the objects themselves, ';'-separated (CMake's
+$<TARGET_OBJECTS:meshscaler_core>, as ctest's lint.tiers passes them): only
+those of src/controller/ are read, so an object left in the build folder by a
+file since removed or renamed is not taken for code; a listed object that is
+missing (not built yet) is an error, never a pass on fewer files.
+
 Prints the file-level call graph, then every upward call and every cycle.
-With --check, exit 1 when there is any (the tiers are issue 25's next step: the
-check prints today's to-do list and is not in the test command until they
-hold).
+With --check, exit 1 when there is any (ctest lint.tiers, label unit).
 """
 import argparse
 import glob
@@ -55,11 +59,28 @@ def symbols(obj, flag):
     return names
 
 
-def call_graph(build):
-    """{caller file: {callee file: [symbols]}} between the controller's objects."""
-    objs = glob.glob(os.path.join(build, "**", "src", "controller", "*.c.o"), recursive=True)
+def controller_objects(build, listed):
+    """The controller's object files: those listed (a ';'-separated list), or
+    every src/controller/*.c.o under build."""
+    if listed is None:
+        objs = glob.glob(os.path.join(build, "**", "src", "controller", "*.c.o"), recursive=True)
+        where = "under %s" % build
+    else:
+        objs = [o for o in listed.split(";")
+                if os.path.basename(os.path.dirname(o)) == "controller"
+                and os.path.basename(os.path.dirname(os.path.dirname(o))) == "src"]
+        where = "in --objects"
+        missing = [o for o in objs if not os.path.exists(o)]
+        if missing:
+            sys.exit("check_tiers: %d object(s) not built, e.g. %s (build first)"
+                     % (len(missing), missing[0]))
     if not objs:
-        sys.exit("check_tiers: no src/controller/*.c.o under %s (build first)" % build)
+        sys.exit("check_tiers: no src/controller/*.c.o %s (build first)" % where)
+    return objs
+
+
+def call_graph(objs):
+    """{caller file: {callee file: [symbols]}} between the controller's objects."""
     defined = {}
     for o in objs:
         for s in symbols(o, "--defined-only"):
@@ -108,10 +129,11 @@ def cycles(graph):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--objects", help="';'-separated object files (CMake's TARGET_OBJECTS)")
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     args = ap.parse_args()
     tier = tiers()
-    graph = call_graph(args.build)
+    graph = call_graph(controller_objects(args.build, args.objects))
     problems = []
     for caller in sorted(graph):
         print("%s (tier %s) -> %s" % (caller, tier.get(caller, "?"), ", ".join(sorted(graph[caller]))))

@@ -38,9 +38,9 @@ static void test_waits_behind_decisions_coalesced(void **state)
     (void)state;
     assert_non_null(c);
     c->cfg.dry_run = true;
-    c->queue = ms_workqueue_new(NULL);
+    c->queues.work = ms_workqueue_new(NULL);
     ms__objects_init(&c->objects);
-    ms_workqueue_add(c->queue, "shop/deciding"); /* a decision still waits for a worker */
+    ms_workqueue_add(c->queues.work, "shop/deciding"); /* a decision still waits for a worker */
     w = ms__status_writer_new(c, 2, 4);
 
     assert_true(ms__status_writer_push(w, "shop", "api", patch(3)));
@@ -58,8 +58,8 @@ static void test_waits_behind_decisions_coalesced(void **state)
     assert_false(ms__status_writer_push(w, "shop", "queue", patch(1)));
 
     /* The decision is taken: the patches drain. */
-    assert_true(ms_workqueue_try_get(c->queue, &key));
-    ms_workqueue_done(c->queue, key);
+    assert_true(ms_workqueue_try_get(c->queues.work, &key));
+    ms_workqueue_done(c->queues.work, key);
     free(key);
     until = ms_clock_monotonic() + 3;
     while (ms__status_writer_pending(w) > 0 && ms_clock_monotonic() < until)
@@ -67,7 +67,7 @@ static void test_waits_behind_decisions_coalesced(void **state)
     assert_int_equal(ms__status_writer_pending(w), 0);
 
     ms__status_writer_free(w, 1);
-    ms_workqueue_free(c->queue);
+    ms_workqueue_free(c->queues.work);
     ms__objects_cleanup(&c->objects);
     free(c);
 }
@@ -117,6 +117,10 @@ static ms__object_t *add_object(ms_controller_t *c, const char *key)
     return o;
 }
 
+/* The scale writer's callbacks, as the controller gives them (reconcile.c). */
+static const ms__scale_writer_ops_t scale_ops = {
+    .write = ms__sync_write, .abandon = ms__sync_abandon, .free = ms__sync_free};
+
 /* A decided sync of o as a worker hands it over: the object busy, the
  * memory before the decision kept, the round referenced. */
 static ms__item_t *decided(ms__object_t *o, ms__round_t *round, int32_t desired)
@@ -151,7 +155,7 @@ static void test_scale_writes_coalesced_and_abandoned_unrecorded(void **state)
     c->cfg.sync_period = 15;
     api = add_object(c, "shop/api");
     web = add_object(c, "shop/web");
-    w = ms__scale_writer_new(c, 0, 4); /* nobody writes: what is queued stays */
+    w = ms__scale_writer_new(c, &scale_ops, 0, 4); /* nobody writes: what is queued stays */
 
     assert_true(ms__scale_writer_push(w, decided(api, round, 3)));
     assert_true(ms__scale_writer_push(w, decided(web, round, 2)));
@@ -191,18 +195,18 @@ static void test_status_waits_behind_scale_writes(void **state)
     atomic_init(&round->refs, 1);
     c->cfg.dry_run = true;
     c->cfg.sync_period = 15;
-    c->queue = ms_workqueue_new(NULL);
+    c->queues.work = ms_workqueue_new(NULL);
     ms__objects_init(&c->objects);
-    c->scale_writer = ms__scale_writer_new(c, 0, 4);
-    assert_true(
-        ms__scale_writer_push(c->scale_writer, decided(add_object(c, "shop/api"), round, 3)));
+    c->queues.scale_writer = ms__scale_writer_new(c, &scale_ops, 0, 4);
+    assert_true(ms__scale_writer_push(c->queues.scale_writer,
+                                      decided(add_object(c, "shop/api"), round, 3)));
     sw = ms__status_writer_new(c, 2, 4);
     assert_true(ms__status_writer_push(sw, "shop", "web", patch(2)));
     ms_clock_sleep(0.5);
     assert_int_equal(ms__status_writer_pending(sw), 1);
     /* The scale write is gone: the patch drains. */
-    ms__scale_writer_free(c->scale_writer);
-    c->scale_writer = NULL;
+    ms__scale_writer_free(c->queues.scale_writer);
+    c->queues.scale_writer = NULL;
     until = ms_clock_monotonic() + 3;
     while (ms__status_writer_pending(sw) > 0 && ms_clock_monotonic() < until)
         ms_clock_sleep(0.01);
@@ -210,7 +214,7 @@ static void test_status_waits_behind_scale_writes(void **state)
 
     ms__status_writer_free(sw, 1);
     ms__round_release(round);
-    ms_workqueue_free(c->queue);
+    ms_workqueue_free(c->queues.work);
     ms__objects_cleanup(&c->objects);
     free(c);
 }
