@@ -90,6 +90,9 @@ ms__spec_ref_t *ms__spec_ref_retain(ms__spec_ref_t *r);
 /* NULL does nothing. */
 void ms__spec_ref_release(ms__spec_ref_t *r);
 
+/* The object's sync period: its spec's syncPeriodSeconds, else the
+ * controller's --sync-period (no spec yet, an invalid one, or none set). */
+double ms__object_period(const ms__spec_ref_t *spec, double sync_period);
 /* Whether a sync needs the target's pods: a query uses {{podRegex}}, a
  * metric target counts ready replicas (Utilization, Value), a metric is a
  * sidecar preset or has a saturation correction (pods that just turned

@@ -41,6 +41,13 @@ bool ms__spec_uses_pod_regex(const ms_spec_t *s)
  * or a saturation correction (when pods turned Ready: ms__leave_out_settling_pods,
  * hold_unsettled_saturation), or a downstream guardrail (the running pods:
  * step 7's reservation). */
+double ms__object_period(const ms__spec_ref_t *spec, double sync_period)
+{
+    if (spec != NULL && spec->ok && spec->spec.sync_period_seconds > 0)
+        return spec->spec.sync_period_seconds;
+    return sync_period;
+}
+
 bool ms__spec_needs_pods(const ms_spec_t *s)
 {
     if (s->ndownstreams > 0)

@@ -418,10 +418,7 @@ static double retry_time(unsigned failures, double period, double now)
 
 static bool observation_stale(const ms_controller_t *c, const ms__item_t *it, double now)
 {
-    const ms__spec_ref_t *spec = it->entry->spec;
-    double limit = spec != NULL && spec->ok && spec->spec.sync_period_seconds > 0
-                       ? spec->spec.sync_period_seconds
-                       : c->cfg.sync_period;
+    double limit = ms__object_period(it->entry->spec, c->cfg.sync_period);
 
     if (limit < OBSERVATION_MAX_AGE_FLOOR)
         limit = OBSERVATION_MAX_AGE_FLOOR;
@@ -449,9 +446,7 @@ static void release_object(ms_controller_t *c, ms__item_t *it, bool again_now)
     if (again_now) {
         o->due = 0; /* the next round observes it again */
     } else if (it->transient) {
-        double period = it->spec != NULL && it->spec->sync_period_seconds > 0
-                            ? it->spec->sync_period_seconds
-                            : c->cfg.sync_period;
+        double period = ms__object_period(it->entry->spec, c->cfg.sync_period);
         double retry = retry_time(o->failures++, period, ms_clock_monotonic());
         if (retry < o->due)
             o->due = retry;

@@ -62,13 +62,6 @@ int ms__workload_kind(const char *api_version, const char *kind)
     return -1;
 }
 
-static double period_of(const ms_controller_t *c, const ms__spec_ref_t *spec)
-{
-    if (spec != NULL && spec->ok && spec->spec.sync_period_seconds > 0)
-        return spec->spec.sync_period_seconds;
-    return c->cfg.sync_period;
-}
-
 /* ---- waiting ---- */
 
 /* Sleep until `until` (monotonic) or a kick; false when stopping. */
@@ -594,8 +587,9 @@ static void hand_out(ms_controller_t *c, ms__round_t *r)
     for (size_t i = 0; i < r->n; i++) {
         ms__round_entry_t *e = &r->entries[i];
         ms__object_t *o = ms__objects_get_locked(&c->objects, e->key);
-        double period = ms__budgets_period(&c->objects.budgets, e->key, period_of(c, e->spec),
-                                           c->cfg.sync_period);
+        double period =
+            ms__budgets_period(&c->objects.budgets, e->key,
+                               ms__object_period(e->spec, c->cfg.sync_period), c->cfg.sync_period);
 
         if (o == NULL || o->busy || o->pending != NULL)
             continue;
