@@ -131,9 +131,9 @@ bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double c
     return n > 0 && (on_grid > 0 || all_due || now >= catchup_after);
 }
 
-/* Early objects only, and the last round off the grid (a catch-up or a new
- * leader's) less than an interval ago: they wait (for the next round of the
- * grid, which they join, or for the interval). */
+/* Early objects only, and the last catch-up round less than an interval
+ * ago: they wait (for the next round of the grid, which they join, or for
+ * the interval). */
 static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_due)
 {
     if (d->n == 0)
@@ -144,12 +144,7 @@ static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_
             d->next = d->catchup_after;
         return;
     }
-    /* A catch-up round, or a new leader's round of every object: the early
-     * syncs that follow either (scale writes gone stale behind 5,000 others
-     * at a first install) wait for the grid or the interval. Counting only
-     * the catch-ups let a first install run three ticks in its first period
-     * (issue 28): all, then the stale writes' catch-up, then the grid. */
-    if (d->on_grid == 0)
+    if (d->on_grid == 0 && !all_due) /* a catch-up round */
         d->catchup_after = now + fmin(c->cfg.sync_period, CATCHUP_MAX_INTERVAL);
 }
 

@@ -15,8 +15,7 @@
 #                (meshscaler_round_duration_seconds_count: 1);
 #   early syncs  three other objects changed one after another, 2 s apart
 #                (spec changes: each one marks its object for an early sync):
-#                the first is observed by one catch-up tick (15 s after the
-#                first round, which counts as a catch-up: ~2 s later); the
+#                the first is observed at once, by one catch-up tick; the
 #                other two join the next round instead of a tick of their own
 #                (today's main ran a round and a tick per change: 3 more), and
 #                are synced by the next catch-up, 15 s after the first;
