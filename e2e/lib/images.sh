@@ -239,10 +239,15 @@ APP_IMAGE=$APP_IMAGE
 SIDECAR_IMAGE=$SIDECAR_IMAGE
 IMAGE_TAR_LIST="${IMAGE_TARS[*]}"
 EOF
-  # Keep the newest two builds of each image in the cache.
-  local n
+  # Keep the newest two builds of each image in the cache, and always this build's:
+  # an old tar reused now (its inputs changed back) is the oldest by mtime, and
+  # pruning it broke the import that follows ("ctr: open ...tar: no such file",
+  # 2026-12-08).
+  local n old
   for n in pause metrics-server app sidecar; do
-    ls -t "$CACHE/images/$n"-*.tar 2>/dev/null | tail -n +3 | xargs -r rm -f
+    ls -t "$CACHE/images/$n"-*.tar 2>/dev/null | tail -n +3 | while read -r old; do
+      case " ${IMAGE_TARS[*]} " in *" $old "*) ;; *) rm -f "$old" ;; esac
+    done
   done
 }
 
