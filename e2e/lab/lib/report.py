@@ -231,6 +231,7 @@ def arm_figures(p, arm, a, url):
     inflight = one_range(url, 'sum(haproxy_server_current_sessions{namespace="%s",pod!=""})' % a["namespace"],
                          hold_end - half, hold_end)
     late_inflight = sum(inflight.values()) / len(inflight) if inflight else None
+    late_inflight_max = max(inflight.values()) if inflight else None
     summ = {}
     try:
         with open(a["summary"]) as f:
@@ -246,6 +247,7 @@ def arm_figures(p, arm, a, url):
         "p99_ms": summ.get("p99_ms"),
         "p50_ms": summ.get("p50_ms"),
         "in_flight_late_peak": None if late_inflight is None else round(late_inflight, 1),
+        "in_flight_late_peak_max": None if late_inflight_max is None else round(late_inflight_max, 1),
         "p99_ms_late_peak_at_most": None if late_p99 is None else (None if math.isinf(late_p99) else late_p99 * 1000),
         "start_replicas": start_count,
         "peak_replicas": peak_reps,
@@ -410,9 +412,10 @@ def fmt(v, unit="/s"):
     return "?" if v is None else "%.0f%s" % (v, unit)
 
 
-def needed_measured(p, f):
-    """The replicas that hold the sidecars' measured in-flight count at the target, or None."""
-    v = f.get("in_flight_late_peak")
+def needed_measured(p, f, key="in_flight_late_peak"):
+    """The replicas that hold the sidecars' measured in-flight count (f[key]) at the
+    target, or None."""
+    v = f.get(key)
     if v is None:
         return None
     return math.ceil(v / (p["sidecar_maxconn"] * p["target_utilization"] / 100) - 1e-9)
@@ -420,18 +423,24 @@ def needed_measured(p, f):
 
 def overshoot_bound(p, f):
     """What the peak needs at the target — at the nominal pod speed, or at the speed the
-    sidecars measured if the pods were slower (a starved machine) — plus OVERSHOOT_SLACK."""
+    sidecars measured if the pods were slower (a starved machine) — plus OVERSHOOT_SLACK;
+    or, if larger, what the highest count the sidecars showed in the late peak asks with
+    no slack: an autoscaler without scale-up stabilization follows one reading."""
     measured = needed_measured(p, f)
-    return max(p["needed_at_target"], measured or 0) + OVERSHOOT_SLACK
+    highest = needed_measured(p, f, "in_flight_late_peak_max")
+    return max(p["needed_at_target"] + OVERSHOOT_SLACK, (measured or 0) + OVERSHOOT_SLACK, highest or 0)
 
 
 def overshoot_check(p, arm, f, check):
     """meshscaler's peak at most OVERSHOOT_SLACK above what the peak needs at the target."""
     bound = overshoot_bound(p, f)
+    highest = f.get("in_flight_late_peak_max")
     check("%s: no overshoot (peak %d replicas <= %d: the peak needs %d at %d%% (%s at the %s in flight the "
-          "sidecars measured), + %d)"
+          "sidecars measured), + %d%s)"
           % (arm, f["peak_replicas"], bound, p["needed_at_target"], p["target_utilization"],
-             num(needed_measured(p, f)), num(f.get("in_flight_late_peak")), OVERSHOOT_SLACK),
+             num(needed_measured(p, f)), num(f.get("in_flight_late_peak")), OVERSHOOT_SLACK,
+             "" if highest is None else "; their highest reading, %s, asks %s"
+             % (num(highest), num(needed_measured(p, f, "in_flight_late_peak_max")))),
           f["peak_replicas"] <= bound)
 
 
@@ -627,7 +636,11 @@ def client_checks(arm, f, check):
 # than failing an autoscaler that read it right, while an overshoot of the controller's
 # own making still fails: runs/blind-vs-aware-short-2026-12-02-overshoot.json, newly
 # Ready pods counted twice, 14 replicas while requests took their nominal time (p50
-# 204 ms of 200: a need of 10). tests/lab/test_report.py pins both cases.
+# 204 ms of 200: a need of 10). tests/lab/test_report.py pins both cases. The mean
+# hides single readings: a clean-clone run (2026-12-07) read 64-87 in flight in the late
+# peak (mean 68.5, need 10) and meshscaler, with no scale-up stabilization, followed the
+# 87 to 13 replicas, what that reading asks at 70%. So the bound is also at least what
+# the highest reading asks, with no slack on top.
 OVERSHOOT_SLACK = 2
 # Past this the client itself shapes the load (e2e/lab/README.md, max_start_lag_ms).
 # Clean runs on 2 cores measured 36-161 ms, edge-flows the most (its pods start
