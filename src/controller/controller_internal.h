@@ -195,6 +195,9 @@ typedef struct ms__object {
                              before it is an out-of-round sync; 0: none yet */
     bool deleted;         /* gone from the cache: free at the next round */
     bool busy;            /* a worker syncs it now */
+    bool rejoin;          /* due 0 because its observation went stale (or its
+                             sync was abandoned): the controller's own backlog,
+                             not a change (round.c: when that runs a round) */
     ms__round_t *pending; /* a round entry waiting for a worker, or NULL */
     size_t pending_index;
     ms_kube_scale_t *scale_hint; /* owned; other kinds: the last /scale a worker read */
@@ -809,10 +812,26 @@ double ms__next_sync_delay(double period, double now);
  * early: a kick, a stale observation, a retry, a missed round (round.c). */
 bool ms__due_at_grid(double due, double grid);
 bool ms__grid_round_is_now(double due, double grid, double last_round);
-/* Whether the due objects run a round now: n due, on_grid of them whose
- * round is now, all_due (a new leader); a round of early objects only is a
- * catch-up round, which runs once `now` reaches catchup_after. */
-bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double catchup_after);
+/* The objects due now, as the round thread counts them (round.c). */
+typedef struct {
+    size_t n;             /* due now */
+    size_t on_grid;       /* of the n, those whose round of the grid is now */
+    size_t rejoining;     /* of the n, observed again after a stale observation */
+    double catchup_after; /* monotonic: when a catch-up round may run for a
+                             change (a kick, a retry): an interval after the
+                             last catch-up round */
+    double rejoin_after;  /* ...for stale observations alone: an interval
+                             after the last catch-up or round of every object */
+} ms__due_count_t;
+
+/* Whether the due objects run a round now (all_due: a new leader's round of
+ * every object); a round of early objects only is a catch-up round. */
+bool ms__round_runs(const ms__due_count_t *d, bool all_due, double now);
+
+/* Under the table's lock: when the next round of key's grid falls after
+ * `now` (its period's, or the shortest of its budgets' members). */
+double ms__next_grid_locked(ms_controller_t *c, const char *key, const ms__spec_ref_t *spec,
+                            double now);
 
 /* Whether an update of a MeshAutoscaler (obj, its predecessor old) leaves
  * what a sync reads as it was: the same generation (spec) and annotations

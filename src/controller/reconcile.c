@@ -436,25 +436,33 @@ void ms__sync_free(ms__item_t *it)
 }
 
 /* The object is free again: its next sync's time (a retry after a transient
- * failure; at once after a stale observation), liveness progress. */
+ * failure; after a stale observation, the next round that runs; a sync that
+ * outlasted its grid time, the grid's next round: round.c says why),
+ * liveness progress. */
 static void release_object(ms_controller_t *c, ms__item_t *it, bool again_now)
 {
     ms__object_t *o = it->state;
+    double now = ms_clock_monotonic();
 
     pthread_mutex_lock(&c->objects.lock);
     o->busy = false;
+    if (!again_now && ms__due_at_grid(o->due, o->grid) && o->due < now) {
+        o->due = ms__next_grid_locked(c, it->key, it->entry->spec, now);
+        o->grid = o->due;
+    }
     if (again_now) {
         o->due = 0; /* the next round observes it again */
+        o->rejoin = true;
     } else if (it->transient) {
         double period = ms__object_period(it->entry->spec, c->cfg.sync_period);
-        double retry = retry_time(o->failures++, period, ms_clock_monotonic());
+        double retry = retry_time(o->failures++, period, now);
         if (retry < o->due)
             o->due = retry;
     } else {
         o->failures = 0;
     }
     pthread_mutex_unlock(&c->objects.lock);
-    atomic_store(&c->progress, (uint_fast64_t)(ms_clock_monotonic() * 1000));
+    atomic_store(&c->progress, (uint_fast64_t)(now * 1000));
 }
 
 /* A sync's end: a decision's scale event (only a written change; none

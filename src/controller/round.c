@@ -17,7 +17,14 @@
  * round that every early object shares, at most one per catch-up interval.
  * When 10,000 objects move at once, their early syncs arrive one by one as
  * the workers and the writers drain; each used to run a tick over the whole
- * series set (issue 28: 8-13 ticks per 15 s instead of 1).
+ * series set (issue 28: 8-13 ticks per 15 s instead of 1). The controller's
+ * own backlog waits longer than a change: a sync that outlasts its grid time
+ * is next due at the grid's next round after it ends (as controller-runtime
+ * requeues a period after a reconcile ends), and stale observations alone
+ * run a catch-up only an interval after a round of every object too (a
+ * first install's scale writes, stale behind 5,000 others, would otherwise
+ * be the third tick of its first period), while a change (a kick) may run
+ * one at once.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -92,8 +99,10 @@ void ms__kick(ms_controller_t *c, const char *key)
 
     pthread_mutex_lock(&c->objects.lock);
     o = ms__objects_get_locked(&c->objects, key);
-    if (o != NULL)
+    if (o != NULL) {
         o->due = 0;
+        o->rejoin = false; /* a change: it may run a catch-up round at once */
+    }
     pthread_mutex_unlock(&c->objects.lock);
     pthread_mutex_lock(&c->round.lock);
     c->round.kicked = true;
@@ -106,11 +115,10 @@ void ms__kick(ms_controller_t *c, const char *key)
 typedef struct {
     char (*keys)[MS__KEY_MAX];
     double *late; /* per key: seconds past its grid time; < 0: not on the grid */
-    size_t n, cap, late_cap;
-    size_t on_grid;       /* of the n, those whose round of the grid came */
-    double next;          /* the earliest due time of the objects not due now */
-    double catchup_after; /* monotonic: when the next catch-up round may run */
-    double last_round;    /* monotonic: when the last round began */
+    size_t cap, late_cap;
+    ms__due_count_t count;
+    double next;       /* the earliest due time of the objects not due now */
+    double last_round; /* monotonic: when the last round began */
 } due_t;
 
 bool ms__due_at_grid(double due, double grid)
@@ -126,34 +134,49 @@ bool ms__grid_round_is_now(double due, double grid, double last_round)
     return ms__due_at_grid(due, grid) && due > last_round;
 }
 
-bool ms__round_runs(size_t n, size_t on_grid, bool all_due, double now, double catchup_after)
-{
-    return n > 0 && (on_grid > 0 || all_due || now >= catchup_after);
-}
-
-/* Early objects only, and the last catch-up round less than an interval
- * ago: they wait (for the next round of the grid, which they join, or for
- * the interval). */
-static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_due)
+bool ms__round_runs(const ms__due_count_t *d, bool all_due, double now)
 {
     if (d->n == 0)
+        return false;
+    if (d->on_grid > 0 || all_due)
+        return true;
+    if (d->n > d->rejoining && now >= d->catchup_after)
+        return true;
+    return now >= d->rejoin_after;
+}
+
+/* Early objects only, and the last catch-up round (for stale observations
+ * alone, or round of every object) less than an interval ago: they wait
+ * (for the next round of the grid, which they join, or for the interval). */
+static void hold_early(const ms_controller_t *c, due_t *d, double now, bool all_due)
+{
+    ms__due_count_t *k = &d->count;
+    double interval = fmin(c->cfg.sync_period, CATCHUP_MAX_INTERVAL);
+
+    if (k->n == 0)
         return;
-    if (!ms__round_runs(d->n, d->on_grid, all_due, now, d->catchup_after)) {
-        d->n = 0;
-        if (d->catchup_after < d->next)
-            d->next = d->catchup_after;
+    if (!ms__round_runs(k, all_due, now)) {
+        double after = k->n > k->rejoining ? k->catchup_after : k->rejoin_after;
+        k->n = 0;
+        if (after < d->next)
+            d->next = after;
         return;
     }
-    if (d->on_grid == 0 && !all_due) /* a catch-up round */
-        d->catchup_after = now + fmin(c->cfg.sync_period, CATCHUP_MAX_INTERVAL);
+    if (k->on_grid == 0) /* a catch-up round, or a new leader's of every object */
+        k->rejoin_after = now + interval;
+    if (k->on_grid == 0 && !all_due)
+        k->catchup_after = now + interval;
 }
 
 static void add_due(due_t *d, const char *key, double late)
 {
-    d->keys = ms_xgrow(d->keys, &d->cap, d->n + 1, sizeof *d->keys);
-    d->late = ms_xgrow(d->late, &d->late_cap, d->n + 1, sizeof *d->late);
-    d->late[d->n] = late;
-    snprintf(d->keys[d->n++], MS__KEY_MAX, "%s", key);
+    size_t n = d->count.n;
+
+    d->keys = ms_xgrow(d->keys, &d->cap, n + 1, sizeof *d->keys);
+    d->late = ms_xgrow(d->late, &d->late_cap, n + 1, sizeof *d->late);
+    d->late[n] = late;
+    snprintf(d->keys[n], MS__KEY_MAX, "%s", key);
+    d->count.n = n + 1;
 }
 
 /* How late the round that runs now takes the objects due at their grid
@@ -161,7 +184,7 @@ static void add_due(due_t *d, const char *key, double late)
  * a round takes it). */
 static void observe_lateness(ms_controller_t *c, const due_t *d)
 {
-    for (size_t i = 0; i < d->n; i++)
+    for (size_t i = 0; i < d->count.n; i++)
         if (d->late[i] >= 0)
             ms_metrics_observe(c->metrics.registry, c->metrics.fam.sync_lateness, NULL, d->late[i]);
 }
@@ -265,7 +288,9 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
             if (acting) {
                 add_due(d, o->key, ms__due_at_grid(o->due, o->grid) ? now - o->due : -1);
                 if (ms__grid_round_is_now(o->due, o->grid, d->last_round))
-                    d->on_grid++;
+                    d->count.on_grid++;
+                else if (o->rejoin)
+                    d->count.rejoining++;
             }
         } else if (o->due < d->next) {
             d->next = o->due;
@@ -289,7 +314,7 @@ static void collect(ms_controller_t *c, double now, bool acting, bool all_due, d
     /* Liveness: keys a worker holds or that wait for one, or are due while
      * this process acts, are work in progress; /healthz fails if no progress
      * comes (a worker stuck for good holds its key busy, not pending). */
-    if (!(waiting || (acting && d->n > 0)))
+    if (!(waiting || (acting && d->count.n > 0)))
         atomic_store(&c->due_since, 0);
     else if (atomic_load(&c->due_since) == 0)
         atomic_store(&c->due_since, (uint_fast64_t)(now * 1000));
@@ -571,6 +596,15 @@ static void group_budgets(ms_controller_t *c, ms__round_t *r)
     free(specs);
 }
 
+double ms__next_grid_locked(ms_controller_t *c, const char *key, const ms__spec_ref_t *spec,
+                            double now)
+{
+    double period = ms__budgets_period(
+        &c->objects.budgets, key, ms__object_period(spec, c->cfg.sync_period), c->cfg.sync_period);
+
+    return now + ms__next_sync_delay(period, now);
+}
+
 /* Every entry goes to the queue, those of a budget group too: the first
  * worker to take one of them syncs the whole group (reconcile.c), the
  * others find nothing pending. Members of a budget run at the shortest
@@ -582,16 +616,14 @@ static void hand_out(ms_controller_t *c, ms__round_t *r)
     for (size_t i = 0; i < r->n; i++) {
         ms__round_entry_t *e = &r->entries[i];
         ms__object_t *o = ms__objects_get_locked(&c->objects, e->key);
-        double period =
-            ms__budgets_period(&c->objects.budgets, e->key,
-                               ms__object_period(e->spec, c->cfg.sync_period), c->cfg.sync_period);
 
         if (o == NULL || o->busy || o->pending != NULL)
             continue;
         /* An invalid spec waits for its next change (which kicks it). */
-        o->due =
-            e->stage == MS__ENTRY_INVALID ? INFINITY : r->now + ms__next_sync_delay(period, r->now);
+        o->due = e->stage == MS__ENTRY_INVALID ? INFINITY
+                                               : ms__next_grid_locked(c, e->key, e->spec, r->now);
         o->grid = o->due;
+        o->rejoin = false;
         if (e->stage == MS__ENTRY_GONE) {
             o->deleted = true;
             continue;
@@ -612,9 +644,9 @@ static void run_round(ms_controller_t *c, due_t *due, double now, double wall)
     r->now = now;
     r->wall = wall;
     r->observed = now;
-    r->n = due->n;
-    r->entries = ms_xcalloc(due->n, sizeof *r->entries);
-    for (size_t i = 0; i < due->n; i++)
+    r->n = due->count.n;
+    r->entries = ms_xcalloc(r->n, sizeof *r->entries);
+    for (size_t i = 0; i < r->n; i++)
         plan(c, due->keys[i], &r->entries[i], wall);
     observe(c, r);
     ms_metrics_set(c->metrics.registry, c->metrics.fam.round_objects, NULL, (double)r->n);
@@ -644,10 +676,11 @@ void *ms__round_main(void *arg)
         bool all_due = acting && !c->round.was_leader;
 
         c->round.was_leader = acting;
-        due.n = 0;
-        due.on_grid = 0;
+        due.count.n = 0;
+        due.count.on_grid = 0;
+        due.count.rejoining = 0;
         collect(c, now, acting, all_due, &due);
-        if (due.n > 0) {
+        if (due.count.n > 0) {
             due.last_round = now;
             run_round(c, &due, now, wall);
         }
@@ -656,7 +689,7 @@ void *ms__round_main(void *arg)
             trimmed = now;
         }
         /* (after a round, at once: what fell due meanwhile) */
-        next = due.n > 0 ? now : due.next;
+        next = due.count.n > 0 ? now : due.next;
     }
     free(due.keys);
     free(due.late);

@@ -74,14 +74,23 @@ static void test_early_syncs_join_the_next_round(void **state)
     assert_true(ms__due_at_grid(1015, 1015));
 
     /* a round of the grid runs at once, early objects join it */
-    assert_true(ms__round_runs(5, 1, false, 1015, 1020));
+    assert_true(ms__round_runs(&(ms__due_count_t){5, 1, 0, 1020, 1020}, false, 1015));
     /* early only: one catch-up round when the interval has passed... */
-    assert_true(ms__round_runs(3, 0, false, 1016, 1010));
+    assert_true(ms__round_runs(&(ms__due_count_t){3, 0, 0, 1010, 1010}, false, 1016));
     /* ...else they wait */
-    assert_false(ms__round_runs(3, 0, false, 1016, 1025));
+    assert_false(ms__round_runs(&(ms__due_count_t){3, 0, 0, 1025, 1025}, false, 1016));
     /* a new leader acts on everything at once */
-    assert_true(ms__round_runs(3, 0, true, 1016, 1025));
-    assert_false(ms__round_runs(0, 0, true, 1016, 0));
+    assert_true(ms__round_runs(&(ms__due_count_t){3, 0, 0, 1025, 1025}, true, 1016));
+    assert_false(ms__round_runs(&(ms__due_count_t){0, 0, 0, 0, 0}, true, 1016));
+    /* a new leader's round at 1000 (rejoin after 1015, no catch-up yet): a
+     * change 2 s later runs a catch-up at once (t_budget's kick)... */
+    assert_true(ms__round_runs(&(ms__due_count_t){1, 0, 0, 0, 1015}, false, 1002));
+    /* ...stale observations alone wait for the grid or the interval (a first
+     * install's third tick in its first period, issue 28)... */
+    assert_false(ms__round_runs(&(ms__due_count_t){40, 0, 40, 0, 1015}, false, 1012));
+    assert_true(ms__round_runs(&(ms__due_count_t){40, 0, 40, 0, 1015}, false, 1015));
+    /* ...and join a round a change brings */
+    assert_true(ms__round_runs(&(ms__due_count_t){41, 0, 40, 0, 1015}, false, 1012));
 }
 
 /* Which MeshAutoscaler updates sync nothing: status-only ones, with
