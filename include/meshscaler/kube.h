@@ -188,5 +188,10 @@ ms_err_t ms_kube_scale_update(ms_kube_client_t *c, const ms_kube_ref_t *ref,
  * includes observedGeneration). ref.kind must have a status subresource. */
 ms_err_t ms_kube_status_patch(ms_kube_client_t *c, const ms_kube_ref_t *ref, const cJSON *status,
                               cJSON **out, ms_kube_error_t *kerr);
+/* The same with the status as JSON text (an object, as cJSON printed it):
+ * the status writer holds its patches as text and sends them without
+ * parsing them back. */
+ms_err_t ms_kube_status_patch_text(ms_kube_client_t *c, const ms_kube_ref_t *ref,
+                                   const char *status, ms_kube_error_t *kerr);
 
 #endif

@@ -56,7 +56,6 @@ static void write_one(ms_controller_t *c, pending_t *p)
 {
     ms_kube_ref_t ref = {MS__MAS_API_VERSION, MS__MAS_KIND, p->ns, p->name};
     ms_kube_error_t kerr = {0};
-    cJSON *status;
     double t0;
     ms_err_t err;
 
@@ -64,13 +63,8 @@ static void write_one(ms_controller_t *c, pending_t *p)
         report_again(c, p); /* if this process leads again; another leader builds its own */
         return;
     }
-    if ((status = cJSON_Parse(p->status)) == NULL) { /* out of memory: it printed fine */
-        report_again(c, p);
-        return;
-    }
     t0 = ms_clock_monotonic();
-    err = ms_kube_status_patch(c->clients.kube, &ref, status, NULL, &kerr);
-    cJSON_Delete(status);
+    err = ms_kube_status_patch_text(c->clients.kube, &ref, p->status, &kerr);
     ms__kube_observe(c, "patch_status", t0, err);
     if (err != MS_OK && err != MS_ERR_NOTFOUND) { /* deleted meanwhile: nothing to report */
         MS_LOG_WARN("cannot write status", MS_S("object", p->name), MS_S("namespace", p->ns),

@@ -11,6 +11,7 @@
  * cJSON node costs 64 bytes plus a malloc per member name and string, so
  * the text takes about a fifth of the tree's heap (bench/informer.c).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,30 +87,45 @@ static entry_t *entry_of_tree(const char *key, cJSON *obj)
     return e;
 }
 
-/* Whether the trees from a and b (siblings and all below) hold the same
- * numbers, bit for bit, in the same places. */
-static bool same_numbers(const cJSON *a, const cJSON *b)
+/* Whether cJSON prints number n so that it parses back bit for bit. An
+ * integral value under 1e15 always does (cJSON prints it with "%d" or 15
+ * significant digits); any other is printed, by cJSON itself, and read
+ * back: cJSON prints 15 significant digits whenever they parse back within
+ * its comparison's tolerance, so a few doubles of 16 or 17 digits come back
+ * one bit off (0.30000000000000004 prints as 0.3), and NaN or infinity (a
+ * huge literal) prints as null. */
+static bool number_reads_back(const cJSON *n)
 {
-    for (; a != NULL && b != NULL; a = a->next, b = b->next) {
-        if (cJSON_IsNumber(a) && (!cJSON_IsNumber(b) || a->valuedouble != b->valuedouble))
-            return false;
-        if (!same_numbers(a->child, b->child))
-            return false;
-    }
-    return a == NULL && b == NULL;
+    double d = n->valuedouble, back;
+    char *text, *end;
+    bool same;
+
+    if (isnan(d) || isinf(d))
+        return false;
+    if (d == floor(d) && fabs(d) < 1e15)
+        return true;
+    if ((text = cJSON_PrintUnformatted(n)) == NULL)
+        return false; /* out of memory: keep the tree */
+    back = strtod(text, &end);
+    same = *end == '\0' && back == d;
+    free(text);
+    return same;
 }
 
-/* Whether text, printed from obj, parses back to obj. Only numbers can
- * differ: cJSON prints 15 significant digits whenever they parse back
- * within its comparison's tolerance, so a few doubles of 16 or 17 digits
- * come back one bit off (0.30000000000000004 prints as 0.3). */
-static bool prints_exactly(const cJSON *obj, const char *text)
+/* Whether the text cJSON prints of obj (siblings and all below) parses back
+ * to obj. Only numbers can differ (number_reads_back): strings, names and
+ * their order print as they parsed. Walking the numbers costs a fraction of
+ * parsing the text back, which the mass change of issue 28 paid for every
+ * watch event. */
+static bool prints_exactly(const cJSON *obj)
 {
-    cJSON *back = cJSON_Parse(text);
-    bool same = back != NULL && same_numbers(obj, back);
-
-    cJSON_Delete(back);
-    return same;
+    for (; obj != NULL; obj = obj->next) {
+        if (cJSON_IsNumber(obj) && !number_reads_back(obj))
+            return false;
+        if (!prints_exactly(obj->child))
+            return false;
+    }
+    return true;
 }
 
 /* A compact entry for obj under key: its text and resourceVersion; obj is
@@ -118,15 +134,14 @@ static bool prints_exactly(const cJSON *obj, const char *text)
 static entry_t *entry_of_text(const char *key, const cJSON *obj)
 {
     /* cJSON prints any tree it parsed; NULL is its allocation failure. */
-    char *text = ms_xcheck(cJSON_PrintUnformatted(obj), "informer cache text");
+    char *text;
     const char *rv = rv_of(obj);
     size_t kn = strlen(key) + 1, rn = strlen(rv) + 1, tn;
     entry_t *e;
 
-    if (!prints_exactly(obj, text)) {
-        free(text);
+    if (!prints_exactly(obj))
         return NULL;
-    }
+    text = ms_xcheck(cJSON_PrintUnformatted(obj), "informer cache text");
     /* Three strings already in memory: their sum cannot overflow. */
     tn = strlen(text) + 1;
     e = ms_xmalloc(sizeof *e + kn + rn + tn);

@@ -4,10 +4,12 @@
  * discovery (discovery.c).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kube_client_internal.h"
 #include "meshscaler/log.h"
+#include "meshscaler/xalloc.h"
 
 static ms_err_t target_path(ms_kube_client_t *c, const ms_kube_ref_t *ref, const char *sub,
                             bool need_scale, char *path, size_t cap, ms_kube_error_t *kerr)
@@ -138,5 +140,26 @@ ms_err_t ms_kube_status_patch(ms_kube_client_t *c, const ms_kube_ref_t *ref, con
     cJSON_AddItemToObject(patch, "status", cJSON_Duplicate(status, true));
     err = ms_kube_merge_patch(c, path, patch, out, kerr);
     cJSON_Delete(patch);
+    return err;
+}
+
+ms_err_t ms_kube_status_patch_text(ms_kube_client_t *c, const ms_kube_ref_t *ref,
+                                   const char *status, ms_kube_error_t *kerr)
+{
+    static const char head[] = "{\"status\":";
+    char path[1024];
+    size_t n = strlen(status);
+    char *body;
+    ms_err_t err;
+
+    if ((err = target_path(c, ref, "status", false, path, sizeof path, kerr)) != MS_OK)
+        return err;
+    body = ms_xmalloc(sizeof head - 1 + n + 2);
+    memcpy(body, head, sizeof head - 1);
+    memcpy(body + sizeof head - 1, status, n);
+    memcpy(body + sizeof head - 1 + n, "}", 2);
+    err = ms_kube_request(c, "PATCH", path, "application/merge-patch+json", body, sizeof head + n,
+                          NULL, kerr);
+    free(body);
     return err;
 }

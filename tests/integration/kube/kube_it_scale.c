@@ -294,6 +294,14 @@ static void test_status_patch(void)
     it_kubectl(spec, sizeof spec, "-n %s get widget wid -o jsonpath='{.spec.replicas}'", ns);
     it_check((int)strtol(spec, NULL, 10) == 6, "a status write leaves spec alone",
              "spec.replicas=%s", spec);
+    /* The status writer's form: the status as text, sent as it is. */
+    err =
+        ms_kube_status_patch_text(admin, &ref, "{\"replicas\":4,\"selector\":\"app=wid\"}", &kerr);
+    it_check(err == MS_OK, "status merge patch from text", "%s", kerr.message);
+    err = ms_kube_scale_get(admin, &ref, &s, &kerr);
+    it_check(err == MS_OK && s.status_replicas == 4,
+             "the text patch reads back (status.replicas 4)", "status.replicas=%d",
+             s.status_replicas);
 }
 
 static void test_events(void)
